@@ -1,0 +1,84 @@
+"""Every tunable Flux constant: one table, read by settings, docs and config files.
+
+Each entry is (name, default, description). The type of the default is the type
+the environment value is parsed as. Nothing here imports Django.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: object
+    group: str
+    description: str
+
+
+def _group(group: str, *rows: tuple[str, object, str]) -> list[Setting]:
+    return [Setting(name, default, group, text) for name, default, text in rows]
+
+
+SETTINGS: list[Setting] = [
+    *_group(
+        "retrieval",
+        ("TOP_K", 5, "Grains returned by a retrieval when the caller gives no limit."),
+        ("MAX_TOP_K", 100, "Largest limit a caller may ask a retrieval for."),
+        ("MAX_QUERY_CHARS", 2000, "Longest query accepted, in characters."),
+        ("ENTRY_POINTS", 50, "Lexical hits taken as entry points of a retrieval."),
+        ("ENTRY_RELAY", 20, "Best entry points that relay signal to their neighbours."),
+        ("QUERY_MAX_TERMS", 24, "Distinct query terms kept for the full-text match."),
+        ("ATTENUATION", 0.85, "Signal kept per hop, multiplied with the conduit weight."),
+        ("MAX_HOPS", 3, "Hops the signal may travel from an entry point."),
+        ("ACTIVATION_THRESHOLD", 0.05, "Relayed signal below this (top entry = 1.0) is pruned."),
+        ("HUB_DEGREE", 8, "A grain with more conduits than this relays signal damped by sqrt(HUB_DEGREE/degree)."),
+        ("MAX_FRONTIER", 256, "Most grains relaying signal at one hop (the strongest are kept)."),
+        ("DORMANT_RELAY", 0.3, "Factor on the signal a dormant grain relays (active grains relay 1.0)."),
+        ("RECENCY_HALF_LIFE_DAYS", 30.0, "Half-life of the recency factor, from the last access of a grain."),
+        ("RECENCY_FLOOR", 0.5, "Smallest recency factor, for grains not accessed in a long time."),
+    ),
+    *_group(
+        "learning",
+        ("LEARNING_RATE", 0.1, "Weight added to a grain and to the conduits on its path on useful feedback."),
+        ("DECAY_FACTOR", 0.85, "Factor on the weight of a grain and its path conduits on not-useful feedback."),
+        ("WEIGHT_MIN", 0.05, "Lowest weight of a grain or conduit."),
+        ("WEIGHT_MAX", 0.95, "Highest weight of a grain or conduit."),
+        ("INITIAL_GRAIN_WEIGHT", 0.5, "Weight of a newly stored grain."),
+        ("CO_USEFUL_WEIGHT", 0.3, "Weight of an association conduit created between two grains useful in one retrieval."),
+        ("SHORTCUT_THRESHOLD", 1, "Useful retrievals over 2+ hops from one entry grain before a shortcut conduit is made."),
+        ("SHORTCUT_WEIGHT", 0.5, "Weight of a new shortcut conduit."),
+        ("PROMOTION_THRESHOLD", 3, "Useful feedbacks after which a grain moves to the core decay tier."),
+        ("MAX_EDGES_PER_GRAIN", 50, "Most conduits a grain keeps; the weakest association is dropped beyond it."),
+    ),
+    *_group(
+        "decay",
+        ("HALF_LIFE_CORE_DAYS", 30.0, "Weight half-life of core grains (promoted by repeated usefulness)."),
+        ("HALF_LIFE_WORKING_DAYS", 7.0, "Weight half-life of working grains (the default tier)."),
+        ("HALF_LIFE_EPHEMERAL_DAYS", 2.0, "Weight half-life of ephemeral grains."),
+        ("CONDUIT_HALF_LIFE_DAYS", 14.0, "Weight half-life of an unused conduit."),
+        ("CONDUIT_GRACE_HOURS", 72.0, "A new conduit does not decay during this time."),
+        ("DORMANT_WEIGHT", 0.1, "An active grain whose decayed weight falls below this goes dormant."),
+        ("DORMANT_AFTER_DAYS", 30.0, "An active grain not accessed for this long goes dormant."),
+    ),
+    *_group(
+        "storing",
+        ("MAX_CONTENT_CHARS", 4000, "Longest grain content accepted, in characters."),
+        ("MAX_GRAINS_PER_CALL", 100, "Most grains in one batch store."),
+        ("STORE_LINK_NEIGHBOURS", 3, "Lexical neighbours a new grain is linked to by association conduits."),
+        ("STORE_LINK_MIN_SIMILARITY", 0.25, "Least lexical similarity (neighbour score / self score) for such a link."),
+        ("LEXICAL_CONDUIT_WEIGHT", 0.3, "Weight of a lexical-neighbour conduit at similarity 1.0 (scaled by similarity)."),
+        ("CONTEXT_LINKS", 1, "Previous grains of the same context a new grain is linked to."),
+        ("CONTEXT_CONDUIT_WEIGHT", 0.6, "Weight of a conduit between grains stored in the same context."),
+        ("CONTEXT_MAX_GAP_HOURS", 24.0, "Grains of one context further apart in time than this are not linked."),
+        ("CORROBORATION_BOOST", 0.05, "Confidence added when the same content is stored again."),
+        ("PRIOR_USER_STATED", 0.9, "Initial confidence of a grain with provenance user_stated."),
+        ("PRIOR_OBSERVED", 0.8, "Initial confidence of a grain with provenance observed."),
+        ("PRIOR_AI_STATED", 0.7, "Initial confidence of a grain with provenance ai_stated."),
+        ("PRIOR_IMPORTED", 0.7, "Initial confidence of a grain with provenance imported."),
+        ("PRIOR_AI_INFERRED", 0.5, "Initial confidence of a grain with provenance ai_inferred."),
+        ("PRIOR_CONSOLIDATED", 0.6, "Initial confidence of a grain with provenance consolidated."),
+    ),
+]
+
+DEFAULTS: dict[str, object] = {s.name: s.default for s in SETTINGS}

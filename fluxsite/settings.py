@@ -1,0 +1,105 @@
+"""Flux Memory settings, driven by the environment.
+
+Nothing set: SQLite (WAL) under FLUX_DATA_DIR, in-process channel layer, a
+broker that needs no server. DATABASE_URL / REDIS_URL switch to PostgreSQL /
+Redis. Flux's own constants live in ``fluxsite.defaults`` and are read from the
+environment under the same names (see the README's settings table).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fluxsite.defaults import SETTINGS
+from fluxsite.env import database_from_url, env_bool, env_str, env_value, sqlite_database
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("FLUX_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
+
+SECRET_KEY = env_str("SECRET_KEY", "flux-local-only-" + str(DATA_DIR))
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "grains",
+    "graph",
+    "epistemic",
+    "dreams",
+    "vitals",
+    "mcp_bridge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "fluxsite.urls"
+ASGI_APPLICATION = "fluxsite.asgi.application"
+WSGI_APPLICATION = "fluxsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+_database_url = env_str("DATABASE_URL", "")
+DATABASES = {
+    "default": database_from_url(_database_url)
+    if _database_url
+    else sqlite_database(str(DATA_DIR / "flux.sqlite3"))
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+}
+
+# Flux's own constants: defaults from fluxsite.defaults, overridden by the environment.
+FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
+
+REDIS_URL = env_str("REDIS_URL", "")
+CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}"
+CELERY_TASK_IGNORE_RESULT = True
+
+os.makedirs(DATA_DIR, exist_ok=True)

@@ -1,0 +1,53 @@
+"""The project's errors. Every interface maps them in one place, to the same codes."""
+from __future__ import annotations
+
+
+class FluxError(Exception):
+    """Base error: a machine-readable ``code``, a message that says how to fix it, details."""
+
+    code = "flux_error"
+    status = 400
+
+    def __init__(self, message: str, *, details: dict | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        if code:
+            self.code = code
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidInput(FluxError):
+    code = "invalid_input"
+    status = 400
+
+
+class NotFound(FluxError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(FluxError):
+    code = "conflict"
+    status = 409
+
+
+class Tombstoned(Conflict):
+    code = "tombstoned"
+
+
+class RateLimited(FluxError):
+    code = "rate_limited"
+    status = 429
+
+
+class FeedbackOwed(FluxError):
+    code = "feedback_owed"
+    status = 409
+
+
+class Overloaded(FluxError):
+    code = "overloaded"
+    status = 503

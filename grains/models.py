@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class Provenance(models.TextChoices):
+    USER_STATED = "user_stated"
+    AI_STATED = "ai_stated"
+    AI_INFERRED = "ai_inferred"
+    OBSERVED = "observed"
+    IMPORTED = "imported"
+    CONSOLIDATED = "consolidated"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active"
+    DORMANT = "dormant"
+    QUARANTINED = "quarantined"
+    ARCHIVED = "archived"
+
+
+class Tier(models.TextChoices):
+    CORE = "core"
+    WORKING = "working"
+    EPHEMERAL = "ephemeral"
+
+
+class Role(models.TextChoices):
+    CHAT = "chat"
+    MEMORY_WRITER = "memory_writer"
+    BACKGROUND_LOOKUP = "background_lookup"
+    SYSTEM = "system"
+    ADMIN = "admin"
+    TEST = "test"
+    UNKNOWN = "unknown"
+
+
+class Caller(models.Model):
+    """Who called: a stable client name and its role (``client:role``)."""
+
+    client = models.CharField(max_length=100)
+    role = models.CharField(max_length=32, choices=Role.choices)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["client", "role"], name="caller_unique_client_role")]
+
+    def __str__(self) -> str:
+        return f"{self.client}:{self.role}"
+
+
+class Grain(models.Model):
+    """One small fact. Written only by services; the FTS index follows it by triggers."""
+
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64, unique=True)
+    provenance = models.CharField(max_length=16, choices=Provenance.choices)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.WORKING)
+    confidence = models.FloatField()
+    weight = models.FloatField()
+    level = models.PositiveSmallIntegerField(default=0)
+    retrievals = models.PositiveIntegerField(default=0)
+    useful_count = models.PositiveIntegerField(default=0)
+    not_useful_count = models.PositiveIntegerField(default=0)
+    context = models.CharField(max_length=200, blank=True, default="")
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    last_accessed_at = models.DateTimeField()
+    last_decayed_at = models.DateTimeField()
+    cluster = models.ForeignKey("graph.Cluster", null=True, blank=True, on_delete=models.SET_NULL)
+    caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="grains")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "id"], name="grain_status_id"),
+            models.Index(fields=["context", "id"], name="grain_context_id"),
+            models.Index(fields=["last_decayed_at"], name="grain_last_decayed"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.content[:60]}"
+
+
+class Tombstone(models.Model):
+    """What remains of a forgotten grain: its content hash, never silently stored again."""
+
+    content_hash = models.CharField(max_length=64, unique=True)
+    grain_id = models.BigIntegerField(help_text="Id the grain had.")
+    preview = models.CharField(max_length=120, blank=True)
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField()
+    caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="tombstones")
+
+    def __str__(self) -> str:
+        return f"tombstone of #{self.grain_id} ({self.reason})"
+
+
+class ActivityEvent(models.Model):
+    """Append-only log of what happened; the source of the live dashboard."""
+
+    kind = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} @ {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,217 @@
+"""Writing grains: store (single and batch) and forget. The only code that creates grains."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from fluxsite.conf import flux_setting as S
+from grains.activity import activity_record
+from grains.callers import caller_resolve
+from grains.content import content_hash, normalise
+from grains.errors import InvalidInput, NotFound, Tombstoned
+from grains.models import Caller, Grain, Provenance, Status, Tombstone
+from grains.validate import require_id
+from graph.services.conduits import conduits_link_new_grain
+
+PROVENANCES = [p.value for p in Provenance]
+_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
+
+
+@dataclass(frozen=True)
+class StoreItem:
+    content: str
+    provenance: str
+    context: str
+    occurred_at: datetime | None
+    restore: bool
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    grain: Grain
+    created: bool
+    restored: bool = False
+
+
+def _bad(message: str, field: str, index: int | None) -> InvalidInput:
+    details: dict = {"field": field}
+    where = ""
+    if index is not None:
+        details["index"] = index
+        where = f"item {index}: "
+    return InvalidInput(where + message, details=details)
+
+
+def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
+    """A checked StoreItem from caller input, or InvalidInput naming the field (and item index)."""
+    if not isinstance(raw, Mapping):
+        raise _bad("each item must be an object with at least 'content'", "item", index)
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise _bad(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}", unknown[0], index)
+    content = raw.get("content")
+    if not isinstance(content, str):
+        raise _bad(f"'content' must be a string, got {type(content).__name__}", "content", index)
+    content = normalise(content)
+    if not content:
+        raise _bad("'content' is empty; give the fact to remember as text", "content", index)
+    limit = S("MAX_CONTENT_CHARS")
+    if len(content) > limit:
+        raise _bad(f"'content' has {len(content)} characters; the limit is {limit} (MAX_CONTENT_CHARS)", "content", index)
+    provenance = raw.get("provenance", Provenance.AI_STATED.value)
+    if provenance not in PROVENANCES:
+        raise _bad(f"'provenance' {provenance!r} is not one of {', '.join(PROVENANCES)}", "provenance", index)
+    context = raw.get("context", "") or ""
+    if not isinstance(context, str) or len(context) > 200:
+        raise _bad("'context' must be a string of at most 200 characters", "context", index)
+    restore = raw.get("restore", False)
+    if not isinstance(restore, bool):
+        raise _bad("'restore' must be true or false", "restore", index)
+    return StoreItem(content, provenance, context.strip(), _when(raw.get("occurred_at"), index), restore, content_hash(content))
+
+
+def _when(value: object, index: int | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise _bad(f"'occurred_at' {value!r} is not an ISO 8601 date-time", "occurred_at", index)
+    else:
+        raise _bad("'occurred_at' must be an ISO 8601 date-time string", "occurred_at", index)
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, timezone.utc)
+    return parsed
+
+
+def _prior(provenance: str) -> float:
+    return S(f"PRIOR_{provenance.upper()}")
+
+
+def _corroborate(grain: Grain, now: datetime) -> Grain:
+    grain.confidence = min(1.0, grain.confidence + S("CORROBORATION_BOOST"))
+    grain.last_accessed_at = now
+    if grain.status in (Status.DORMANT, Status.ARCHIVED):
+        grain.status = Status.ACTIVE
+        grain.weight = max(grain.weight, S("INITIAL_GRAIN_WEIGHT"))
+        grain.last_decayed_at = now
+    grain.save(update_fields=["confidence", "last_accessed_at", "status", "weight", "last_decayed_at"])
+    activity_record("grains.grain_corroborated", {"grain_id": grain.pk, "confidence": grain.confidence}, now=now)
+    return grain
+
+
+def _store_one(item: StoreItem, caller: Caller, now: datetime, index: int | None) -> StoreResult:
+    existing = Grain.objects.filter(content_hash=item.content_hash).first()
+    if existing is not None:
+        return StoreResult(_corroborate(existing, now), created=False)
+    tomb = Tombstone.objects.filter(content_hash=item.content_hash).first()
+    if tomb is not None:
+        if not item.restore:
+            details = {"tombstone_id": tomb.pk, "forgotten_grain_id": tomb.grain_id, "reason": tomb.reason}
+            if index is not None:
+                details["index"] = index
+            raise Tombstoned(
+                f"this content was forgotten ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; "
+                "store it with restore=true to bring it back",
+                details=details,
+            )
+        tomb.delete()
+    grain = Grain.objects.create(
+        content=item.content,
+        content_hash=item.content_hash,
+        provenance=item.provenance,
+        confidence=_prior(item.provenance),
+        weight=S("INITIAL_GRAIN_WEIGHT"),
+        context=item.context,
+        occurred_at=item.occurred_at,
+        created_at=now,
+        last_accessed_at=now,
+        last_decayed_at=now,
+        caller=caller,
+    )
+    linked = conduits_link_new_grain(grain, now=now)
+    activity_record(
+        "grains.grain_stored",
+        {"grain_id": grain.pk, "provenance": grain.provenance, "caller": str(caller), "linked": linked,
+         "restored": tomb is not None},
+        now=now,
+    )
+    return StoreResult(grain, created=True, restored=tomb is not None)
+
+
+def grain_store(
+    *,
+    content: str,
+    provenance: str = Provenance.AI_STATED.value,
+    caller: str | Caller | None = None,
+    context: str = "",
+    occurred_at: datetime | str | None = None,
+    restore: bool = False,
+    now: datetime | None = None,
+) -> StoreResult:
+    """Store one grain, or corroborate the existing grain with the same content.
+
+    Tombstoned content is refused (Tombstoned) unless ``restore``. A new grain
+    is linked to its lexical neighbours and to the previous grain of its
+    context. Nothing is written when an error is raised.
+    """
+    raw = {"content": content, "provenance": provenance, "context": context,
+           "occurred_at": occurred_at, "restore": restore}
+    item = store_item_validate(raw)
+    now = now or timezone.now()
+    with transaction.atomic():
+        return _store_one(item, caller_resolve(caller, now=now), now, None)
+
+
+def grain_store_batch(
+    *, items: Sequence[Mapping], caller: str | Caller | None = None, now: datetime | None = None
+) -> list[StoreResult]:
+    """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
+
+    A bad item fails the whole batch with its index in the error details.
+    """
+    if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+        raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
+    if not items:
+        raise InvalidInput("'items' is empty; send at least one item", details={"field": "items"})
+    cap = S("MAX_GRAINS_PER_CALL")
+    if len(items) > cap:
+        raise InvalidInput(
+            f"{len(items)} items in one batch; the limit is {cap} (MAX_GRAINS_PER_CALL): split the batch",
+            details={"field": "items", "count": len(items), "limit": cap},
+        )
+    checked = [store_item_validate(raw, index) for index, raw in enumerate(items)]
+    now = now or timezone.now()
+    with transaction.atomic():
+        who = caller_resolve(caller, now=now)
+        return [_store_one(item, who, now, index) for index, item in enumerate(checked)]
+
+
+def grain_forget(
+    *, grain_id: int, reason: str, caller: str | Caller | None = None, now: datetime | None = None
+) -> Tombstone:
+    """Delete a grain and its conduits, leaving a tombstone of its content hash."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInput("'reason' is required: say why the grain is forgotten", details={"field": "reason"})
+    now = now or timezone.now()
+    with transaction.atomic():
+        grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).first()
+        if grain is None:
+            raise NotFound(f"grain {grain_id!r} does not exist", details={"grain_id": grain_id})
+        who = caller_resolve(caller, now=now)
+        tomb = Tombstone.objects.create(
+            content_hash=grain.content_hash, grain_id=grain.pk, preview=grain.content[:120],
+            reason=reason.strip()[:200], created_at=now, caller=who,
+        )
+        grain.delete()
+        activity_record("grains.grain_forgotten", {"grain_id": grain_id, "reason": tomb.reason}, now=now)
+    return tomb

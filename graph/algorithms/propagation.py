@@ -1,0 +1,149 @@
+"""Signal propagation over the grain graph, and ranking (pure, no Django).
+
+The query's own evidence stays in the score: an entry grain keeps its match
+signal, and what reaches a grain second-hand is attenuated per hop, scaled by
+conduit weight and damped at hubs. Signal is summed, never capped, so grains
+do not tie at a ceiling; ties break by direct relevance, then by id.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A traversable conduit seen from one end."""
+
+    target: int
+    weight: float
+    conduit_id: int
+    target_status: str
+
+
+@dataclass(frozen=True)
+class PropagationParams:
+    attenuation: float = 0.85
+    max_hops: int = 3
+    threshold: float = 0.05
+    hub_degree: int = 8
+    max_frontier: int = 256
+    relay: Mapping[str, float] = field(default_factory=lambda: {"active": 1.0, "dormant": 0.3})
+
+
+@dataclass
+class Activation:
+    grain_id: int
+    signal: float
+    entry: float
+    best: float
+    hops: int
+    path: tuple[int, ...]
+    conduits: tuple[int, ...]
+
+    @property
+    def origin(self) -> int:
+        return self.path[0]
+
+
+NeighbourLoader = Callable[[Iterable[int]], Mapping[int, Sequence[Edge]]]
+
+
+def propagate(
+    entries: Mapping[int, float],
+    entry_status: Mapping[int, str],
+    neighbours: NeighbourLoader,
+    params: PropagationParams,
+    relay_from: Iterable[int] | None = None,
+) -> dict[int, Activation]:
+    """Spread entry signal along conduits for at most ``max_hops`` hops.
+
+    ``entries`` maps grain id to its match signal (the best is 1.0); only the
+    grains in ``relay_from`` (default: all entries) start relaying. Each hop
+    calls ``neighbours`` once with the relaying grains. A contribution is
+    ``signal * weight * attenuation * relay(status) * hub_damping`` and is
+    dropped below ``threshold``. Each grain remembers the path of its single
+    strongest contribution. Cost: O(max_hops * max_frontier * degree).
+    """
+    acts = {
+        gid: Activation(gid, signal, signal, signal, 0, (gid,), ()) for gid, signal in entries.items()
+    }
+    status = dict(entry_status)
+    starters = entries.keys() if relay_from is None else relay_from
+    frontier = {gid: entries[gid] for gid in starters if gid in entries}
+    for hop in range(1, params.max_hops + 1):
+        if not frontier:
+            break
+        edges = neighbours(frontier.keys())
+        deltas: dict[int, float] = {}
+        for source, signal in frontier.items():
+            out = edges.get(source, ())
+            if not out:
+                continue
+            relay = params.relay.get(status.get(source, "active"), 0.0)
+            damp = min(1.0, math.sqrt(params.hub_degree / len(out)))
+            base = signal * params.attenuation * relay * damp
+            for edge in out:
+                delta = base * edge.weight
+                if delta < params.threshold or edge.target == source:
+                    continue
+                deltas[edge.target] = deltas.get(edge.target, 0.0) + delta
+                status.setdefault(edge.target, edge.target_status)
+                _record_path(acts, acts[source], edge, delta, hop)
+        frontier = dict(heapq.nlargest(params.max_frontier, deltas.items(), key=lambda kv: kv[1]))
+        for gid, delta in deltas.items():
+            acts[gid].signal += delta
+    return acts
+
+
+def _record_path(acts: dict[int, Activation], source: Activation, edge: Edge, delta: float, hop: int) -> None:
+    current = acts.get(edge.target)
+    if current is None:
+        acts[edge.target] = Activation(
+            edge.target, 0.0, 0.0, delta, hop, source.path + (edge.target,), source.conduits + (edge.conduit_id,)
+        )
+    elif delta > current.best and edge.target not in source.path:
+        current.best, current.hops = delta, hop
+        current.path, current.conduits = source.path + (edge.target,), source.conduits + (edge.conduit_id,)
+
+
+@dataclass(frozen=True)
+class RankInput:
+    weight: float
+    confidence: float
+    recency: float
+
+
+@dataclass(frozen=True)
+class Ranked:
+    activation: Activation
+    score: float
+
+
+def rank(acts: Mapping[int, Activation], inputs: Mapping[int, RankInput], limit: int) -> list[Ranked]:
+    """Top ``limit`` grains by signal x weight x confidence x recency.
+
+    Grains missing from ``inputs`` (not retrievable) are skipped. Ties break by
+    the grain's own match signal, then by the newer id.
+    """
+    scored = []
+    for gid, act in acts.items():
+        inp = inputs.get(gid)
+        if inp is None:
+            continue
+        score = act.signal * inp.weight * inp.confidence * inp.recency
+        scored.append((score, act.entry, gid, act))
+    top = heapq.nlargest(limit, scored, key=lambda row: (row[0], row[1], row[2]))
+    return [Ranked(act, score) for score, _, _, act in top]
+
+
+def normalise_scores(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Scale match scores (higher is better, all > 0) so the best is 1.0."""
+    if not hits:
+        return {}
+    best = max(score for _, score in hits)
+    if best <= 0:
+        return {gid: 1.0 for gid, _ in hits}
+    return {gid: score / best for gid, score in hits}

@@ -1,0 +1,45 @@
+"""Turning free text into full-text query terms (pure, no Django)."""
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+# Function words that match nearly every grain and carry no subject.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this those through to
+    too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your
+    yours yourself yourselves also just really yeah oh hey hi so like get got""".split()
+)
+
+
+def terms(text: str, max_terms: int) -> list[str]:
+    """Distinct lower-cased content words of ``text`` in order of first appearance.
+
+    Possessive ``'s`` is dropped; stopwords are skipped unless nothing else is left.
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w[:-2] if w.endswith("'s") else w for w in words]
+    content = [w for w in words if w not in STOPWORDS]
+    chosen = content or words
+    seen: dict[str, None] = {}
+    for word in chosen:
+        seen.setdefault(word.replace("'", ""), None)
+        if len(seen) >= max_terms:
+            break
+    return [w for w in seen if w]
+
+
+def fts5_match(text: str, max_terms: int) -> str | None:
+    """An FTS5 MATCH expression OR-ing the quoted terms of ``text`` (None when it has none)."""
+    found = terms(text, max_terms)
+    if not found:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in found)

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class ConduitKind(models.TextChoices):
+    ASSOCIATION = "association"
+    SHORTCUT = "shortcut"
+    CONTRADICTS = "contradicts"
+    SUPERSEDES = "supersedes"
+    SUPPORTS = "supports"
+    CAUSED_BY = "caused_by"
+    ABSTRACTS = "abstracts"
+
+
+# Kinds whose meaning has a direction; signal still flows both ways unless ``directed``.
+DIRECTED_KINDS = {ConduitKind.SHORTCUT, ConduitKind.SUPERSEDES, ConduitKind.CAUSED_BY, ConduitKind.ABSTRACTS}
+
+
+class Cluster(models.Model):
+    """A group of grains found by community detection."""
+
+    label = models.CharField(max_length=200, blank=True)
+    size = models.PositiveIntegerField(default=0)
+    density = models.FloatField(default=0.0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.label or f"cluster {self.pk}"
+
+
+class Conduit(models.Model):
+    """A weighted edge between two grains. Symmetric kinds are stored with source < target."""
+
+    source = models.ForeignKey("grains.Grain", on_delete=models.CASCADE, related_name="conduits_out")
+    target = models.ForeignKey("grains.Grain", on_delete=models.CASCADE, related_name="conduits_in")
+    kind = models.CharField(max_length=12, choices=ConduitKind.choices)
+    directed = models.BooleanField(default=False, help_text="Signal flows only from source to target.")
+    weight = models.FloatField()
+    uses = models.PositiveIntegerField(default=0)
+    useful_uses = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_decayed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "kind"], name="conduit_unique_pair_kind"),
+            models.CheckConstraint(condition=~models.Q(source=models.F("target")), name="conduit_no_self_loop"),
+        ]
+        indexes = [models.Index(fields=["target", "directed"], name="conduit_target_directed")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} -{self.kind}-> {self.target_id} ({self.weight:.2f})"
+
+
+class Trace(models.Model):
+    """One retrieval: the query, who asked, and what came back."""
+
+    query = models.TextField()
+    caller = models.ForeignKey("grains.Caller", on_delete=models.PROTECT, related_name="traces")
+    limit = models.PositiveSmallIntegerField()
+    entry_count = models.PositiveIntegerField(default=0)
+    activated_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"trace {self.pk}: {self.query[:60]}"
+
+
+class TraceItem(models.Model):
+    """A grain returned by a trace, with its rank, score and the path that reached it."""
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="items")
+    grain = models.ForeignKey("grains.Grain", on_delete=models.CASCADE, related_name="trace_items")
+    rank = models.PositiveSmallIntegerField()
+    score = models.FloatField()
+    signal = models.FloatField()
+    hops = models.PositiveSmallIntegerField()
+    origin_id = models.BigIntegerField(help_text="Entry grain the best path started from.")
+    path = models.JSONField(default=list, help_text="Grain ids from the entry grain to this grain.")
+    conduits = models.JSONField(default=list, help_text="Conduit ids along the path.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "grain"], name="trace_item_unique_grain")]
+        indexes = [models.Index(fields=["grain", "origin_id"], name="trace_item_grain_origin")]
+
+    def __str__(self) -> str:
+        return f"trace {self.trace_id} #{self.rank}: grain {self.grain_id}"
+
+
+class Feedback(models.Model):
+    """A caller's verdict on one returned grain; applied to the graph by the learning service."""
+
+    item = models.OneToOneField(TraceItem, on_delete=models.CASCADE, related_name="feedback")
+    useful = models.BooleanField()
+    caller = models.ForeignKey("grains.Caller", on_delete=models.PROTECT, related_name="feedback")
+    created_at = models.DateTimeField()
+    applied_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{'useful' if self.useful else 'not useful'}: item {self.item_id}"

@@ -1,0 +1,32 @@
+"""Algorithm parameters built from the Flux settings table."""
+from __future__ import annotations
+
+from fluxsite.conf import flux_setting as S
+from graph.algorithms.decay import DecayPolicy
+from graph.algorithms.propagation import PropagationParams
+
+DAY = 86400.0
+
+
+def decay_policy() -> DecayPolicy:
+    return DecayPolicy(
+        floor=S("WEIGHT_MIN"),
+        tier_half_lives={
+            "core": S("HALF_LIFE_CORE_DAYS") * DAY,
+            "working": S("HALF_LIFE_WORKING_DAYS") * DAY,
+            "ephemeral": S("HALF_LIFE_EPHEMERAL_DAYS") * DAY,
+        },
+        conduit_half_life=S("CONDUIT_HALF_LIFE_DAYS") * DAY,
+        conduit_grace=S("CONDUIT_GRACE_HOURS") * 3600.0,
+    )
+
+
+def propagation_params() -> PropagationParams:
+    return PropagationParams(
+        attenuation=S("ATTENUATION"),
+        max_hops=S("MAX_HOPS"),
+        threshold=S("ACTIVATION_THRESHOLD"),
+        hub_degree=S("HUB_DEGREE"),
+        max_frontier=S("MAX_FRONTIER"),
+        relay={"active": 1.0, "dormant": S("DORMANT_RELAY")},
+    )

@@ -1,0 +1,131 @@
+"""Learning from feedback: the graph strengthens what was useful and weakens what was not."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from fluxsite.conf import flux_setting as S
+from graph.algorithms.learning import penalise, reinforce
+from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
+from graph.policy import decay_policy
+from graph.services.conduits import conduit_strengthen
+from grains.activity import activity_record
+from grains.callers import caller_resolve
+from grains.errors import Conflict, InvalidInput, NotFound
+from grains.models import Caller, Grain, Status, Tier
+from grains.validate import require_bool, require_id
+
+
+def feedback_record(
+    *, trace_id: int, grain_id: int, useful: bool, caller: str | Caller | None = None, now: datetime | None = None
+) -> Feedback:
+    """Record a verdict on one grain of a trace and apply it to the graph.
+
+    Idempotent: the same verdict again returns the recorded feedback; the
+    opposite verdict on an already rated grain is a Conflict.
+    """
+    trace_id, grain_id = require_id(trace_id, "trace_id"), require_id(grain_id, "grain_id")
+    useful = require_bool(useful, "useful")
+    now = now or timezone.now()
+    with transaction.atomic():
+        if not Trace.objects.filter(pk=trace_id).exists():
+            raise NotFound(f"trace {trace_id} does not exist (it may have expired)", details={"trace_id": trace_id})
+        item = TraceItem.objects.select_related("trace").filter(trace_id=trace_id, grain_id=grain_id).first()
+        if item is None:
+            raise InvalidInput(
+                f"grain {grain_id} was not returned by trace {trace_id}; rate only grains that trace returned",
+                details={"trace_id": trace_id, "grain_id": grain_id},
+            )
+        existing = Feedback.objects.filter(item=item).first()
+        if existing is not None:
+            if existing.useful == useful:
+                return existing
+            raise Conflict(
+                f"grain {grain_id} of trace {trace_id} was already rated useful={existing.useful}",
+                details={"trace_id": trace_id, "grain_id": grain_id, "useful": existing.useful},
+            )
+        feedback = Feedback.objects.create(item=item, useful=useful, caller=caller_resolve(caller, now=now),
+                                           created_at=now)
+        feedback_apply(feedback, now=now)
+    return feedback
+
+
+def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
+    """Adjust the grain, its path, co-useful associations and shortcuts for one feedback."""
+    item = feedback.item
+    grain = Grain.objects.get(pk=item.grain_id)
+    _learn_grain(grain, feedback.useful, now)
+    _learn_path(item.conduits, feedback.useful, now)
+    created: list[dict] = []
+    if feedback.useful:
+        created += _co_useful(item, now)
+        created += _shortcut(item, now)
+    feedback.applied_at = now
+    feedback.save(update_fields=["applied_at"])
+    activity_record("graph.feedback_applied", {
+        "trace_id": item.trace_id, "grain_id": grain.pk, "useful": feedback.useful,
+        "weight": round(grain.weight, 4), "path": item.path, "conduits_created": created,
+    }, now=now)
+
+
+def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
+    current = decay_policy().grain_weight(grain.weight, grain.tier, grain.last_decayed_at, now)
+    if useful:
+        grain.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
+        grain.useful_count += 1
+        grain.last_accessed_at = now
+        if grain.status == Status.DORMANT:
+            grain.status = Status.ACTIVE
+            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "useful"}, now=now)
+        if grain.tier != Tier.CORE and grain.useful_count >= S("PROMOTION_THRESHOLD"):
+            grain.tier = Tier.CORE
+            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "core tier"}, now=now)
+    else:
+        grain.weight = penalise(current, factor=S("DECAY_FACTOR"), lower=S("WEIGHT_MIN"))
+        grain.not_useful_count += 1
+    grain.last_decayed_at = now
+    grain.save(update_fields=["weight", "useful_count", "not_useful_count", "last_accessed_at", "status", "tier",
+                              "last_decayed_at"])
+
+
+def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:
+    policy = decay_policy()
+    conduits = list(Conduit.objects.filter(pk__in=conduit_ids))
+    for conduit in conduits:
+        current = policy.conduit_weight(conduit.weight, conduit.created_at, conduit.last_decayed_at, now)
+        if useful:
+            conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
+            conduit.useful_uses += 1
+        else:
+            conduit.weight = penalise(current, factor=S("DECAY_FACTOR"), lower=S("WEIGHT_MIN"))
+        conduit.uses += 1
+        conduit.last_decayed_at = conduit.last_used_at = now
+    Conduit.objects.bulk_update(conduits, ["weight", "useful_uses", "uses", "last_decayed_at", "last_used_at"])
+
+
+def _co_useful(item: TraceItem, now: datetime) -> list[dict]:
+    """Associate this grain with the other grains already rated useful in the same trace."""
+    others = Feedback.objects.filter(item__trace_id=item.trace_id, useful=True).exclude(item=item)
+    made = []
+    for other_grain in others.values_list("item__grain_id", flat=True):
+        conduit, created = conduit_strengthen(item.grain_id, other_grain, kind=ConduitKind.ASSOCIATION,
+                                              initial=S("CO_USEFUL_WEIGHT"), now=now)
+        if created:
+            made.append({"conduit_id": conduit.pk, "kind": conduit.kind})
+    return made
+
+
+def _shortcut(item: TraceItem, now: datetime) -> list[dict]:
+    """A grain found useful over 2+ hops from the same entry grain earns a direct conduit."""
+    if item.hops < 2 or item.origin_id == item.grain_id:
+        return []
+    earned = Feedback.objects.filter(
+        useful=True, item__grain_id=item.grain_id, item__origin_id=item.origin_id, item__hops__gte=2
+    ).count()
+    if earned < S("SHORTCUT_THRESHOLD") or not Grain.objects.filter(pk=item.origin_id).exists():
+        return []
+    conduit, created = conduit_strengthen(item.origin_id, item.grain_id, kind=ConduitKind.SHORTCUT,
+                                          initial=S("SHORTCUT_WEIGHT"), now=now)
+    return [{"conduit_id": conduit.pk, "kind": conduit.kind}] if created else []

@@ -1,0 +1,146 @@
+"""Retrieval by signal propagation, recorded as a trace."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from fluxsite.conf import flux_setting as S
+from graph.algorithms.propagation import Activation, normalise_scores, propagate, rank
+from graph.models import Trace, TraceItem
+from graph.policy import DAY, decay_policy, propagation_params
+from graph.search import entry_search
+from graph.selectors import RETRIEVABLE, conduit_neighbours, grain_rank_inputs, grains_by_id
+from grains.activity import activity_record
+from grains.callers import caller_resolve
+from grains.errors import InvalidInput
+from grains.models import Caller, Grain, Status
+
+
+@dataclass(frozen=True)
+class RetrievedGrain:
+    id: int
+    content: str
+    rank: int
+    score: float
+    signal: float
+    hops: int
+    path: list[int]
+    provenance: str
+    status: str
+    confidence: float
+    weight: float
+    context: str
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class RetrieveResult:
+    trace_id: int
+    query: str
+    grains: list[RetrievedGrain] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"trace_id": self.trace_id, "query": self.query, "grains": [g.as_dict() for g in self.grains]}
+
+
+def _check(query: object, limit: object) -> tuple[str, int]:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("'query' must be a non-empty string: what to remember about", details={"field": "query"})
+    if len(query) > S("MAX_QUERY_CHARS"):
+        raise InvalidInput(
+            f"'query' has {len(query)} characters; the limit is {S('MAX_QUERY_CHARS')} (MAX_QUERY_CHARS)",
+            details={"field": "query"},
+        )
+    limit = S("TOP_K") if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= S("MAX_TOP_K"):
+        raise InvalidInput(f"'limit' must be an integer from 1 to {S('MAX_TOP_K')}, got {limit!r}",
+                           details={"field": "limit"})
+    return query.strip(), limit
+
+
+def activate(query: str, *, statuses: tuple[str, ...], now: datetime, propagation: bool = True) -> dict[int, Activation]:
+    """Entry points for ``query`` and the signal they spread (no writes)."""
+    hits = entry_search().search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
+    entries = normalise_scores(hits)
+    params = propagation_params()
+    if not propagation:
+        params = type(params)(**{**params.__dict__, "max_hops": 0})
+    policy = decay_policy()
+    _, entry_status = grain_rank_inputs(entries, statuses=statuses, policy=policy, now=now,
+                                        recency_half_life=1.0, recency_floor=1.0)
+    relay_from = [gid for gid, _ in hits[: S("ENTRY_RELAY")]]
+    return propagate(
+        entries, entry_status,
+        lambda ids: conduit_neighbours(ids, statuses=statuses, policy=policy, now=now),
+        params, relay_from=relay_from,
+    )
+
+
+def grain_retrieve(
+    *,
+    query: str,
+    caller: str | Caller | None = None,
+    limit: int | None = None,
+    include_quarantined: bool = False,
+    propagation: bool = True,
+    now: datetime | None = None,
+) -> RetrieveResult:
+    """The ``limit`` grains most relevant to ``query``, found by signal propagation.
+
+    Records a trace (the caller owes feedback on it) and touches the returned
+    grains: retrieval count, last access, lazily decayed weight written back,
+    dormant grains woken. Quarantined grains surface only when asked for.
+    """
+    query, limit = _check(query, limit)
+    now = now or timezone.now()
+    statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
+    acts = activate(query, statuses=statuses, now=now, propagation=propagation)
+    policy = decay_policy()
+    inputs, _ = grain_rank_inputs(acts, statuses=statuses, policy=policy, now=now,
+                                  recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
+                                  recency_floor=S("RECENCY_FLOOR"))
+    ranked = rank(acts, inputs, limit)
+    with transaction.atomic():
+        who = caller_resolve(caller, now=now)
+        trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
+            1 for a in acts.values() if a.entry > 0), activated_count=len(acts), created_at=now)
+        TraceItem.objects.bulk_create([
+            TraceItem(trace=trace, grain_id=r.activation.grain_id, rank=i, score=r.score, signal=r.activation.signal,
+                      hops=r.activation.hops, origin_id=r.activation.origin, path=list(r.activation.path),
+                      conduits=list(r.activation.conduits))
+            for i, r in enumerate(ranked, start=1)
+        ])
+        grains = _touch([r.activation.grain_id for r in ranked], now)
+        activity_record("graph.signal_propagated", {
+            "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
+            "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],
+        }, now=now)
+    return RetrieveResult(trace.pk, query, [
+        RetrievedGrain(
+            id=g.pk, content=g.content, rank=i, score=round(r.score, 6), signal=round(r.activation.signal, 6),
+            hops=r.activation.hops, path=list(r.activation.path), provenance=g.provenance, status=g.status,
+            confidence=round(g.confidence, 4), weight=round(g.weight, 4), context=g.context,
+        )
+        for i, r in enumerate(ranked, start=1)
+        for g in [grains[r.activation.grain_id]]
+    ])
+
+
+def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:
+    """Count the retrieval, write the decayed weight back, wake dormant grains."""
+    grains = grains_by_id(ids)
+    policy = decay_policy()
+    for grain in grains.values():
+        grain.weight = policy.grain_weight(grain.weight, grain.tier, grain.last_decayed_at, now)
+        grain.last_decayed_at = grain.last_accessed_at = now
+        grain.retrievals += 1
+        if grain.status == Status.DORMANT:
+            grain.status = Status.ACTIVE
+            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "retrieved"}, now=now)
+    Grain.objects.bulk_update(grains.values(), ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status"])
+    return grains
