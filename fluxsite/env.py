@@ -66,7 +66,8 @@ def database_from_url(url: str) -> dict[str, object]:
             "CONN_MAX_AGE": 60,
         }
     if parsed.scheme == "sqlite":
-        return sqlite_database(unquote(parsed.path))
+        # sqlite:///relative/path or sqlite:////absolute/path
+        return sqlite_database(unquote(parsed.path[1:]))
     raise SettingError(
         f"DATABASE_URL={url!r} has an unsupported scheme {parsed.scheme!r}; use postgres:// or sqlite:///"
     )

@@ -61,11 +61,15 @@ def propagate(
     """Spread entry signal along conduits for at most ``max_hops`` hops.
 
     ``entries`` maps grain id to its match signal (the best is 1.0); only the
-    grains in ``relay_from`` (default: all entries) start relaying. Each hop
-    calls ``neighbours`` once with the relaying grains. A contribution is
-    ``signal * weight * attenuation * relay(status) * hub_damping`` and is
-    dropped below ``threshold``. Each grain remembers the path of its single
-    strongest contribution. Cost: O(max_hops * max_frontier * degree).
+    grains in ``relay_from`` (default: all entries) start relaying. The signal
+    moves outward as a wave: each grain relays once, at the hop it is first
+    reached, and never receives from a later wave, so nothing echoes back
+    along the conduit it came by; only on the first hop do entry grains pass
+    signal to each other (two linked direct hits corroborate each other). Each hop calls ``neighbours`` once with the
+    relaying grains. A contribution is ``signal * weight * attenuation *
+    relay(status) * hub_damping`` and is dropped below ``threshold``. Each
+    grain remembers the path of its single strongest contribution.
+    Cost: O(max_hops * max_frontier * degree).
     """
     acts = {
         gid: Activation(gid, signal, signal, signal, 0, (gid,), ()) for gid, signal in entries.items()
@@ -73,6 +77,7 @@ def propagate(
     status = dict(entry_status)
     starters = entries.keys() if relay_from is None else relay_from
     frontier = {gid: entries[gid] for gid in starters if gid in entries}
+    relayed = set(frontier)
     for hop in range(1, params.max_hops + 1):
         if not frontier:
             break
@@ -87,12 +92,13 @@ def propagate(
             base = signal * params.attenuation * relay * damp
             for edge in out:
                 delta = base * edge.weight
-                if delta < params.threshold or edge.target == source:
+                if delta < params.threshold or edge.target == source or (hop > 1 and edge.target in relayed):
                     continue
                 deltas[edge.target] = deltas.get(edge.target, 0.0) + delta
                 status.setdefault(edge.target, edge.target_status)
                 _record_path(acts, acts[source], edge, delta, hop)
         frontier = dict(heapq.nlargest(params.max_frontier, deltas.items(), key=lambda kv: kv[1]))
+        relayed.update(frontier)
         for gid, delta in deltas.items():
             acts[gid].signal += delta
     return acts

@@ -1,0 +1,1 @@
+"""Flux Memory: the command line and the Python SDK."""

@@ -1,0 +1,107 @@
+"""DB-free tests of signal propagation and ranking."""
+from __future__ import annotations
+
+import pytest
+
+from graph.algorithms.propagation import Edge, PropagationParams, RankInput, normalise_scores, propagate, rank
+
+
+def graph_of(pairs: list[tuple[int, int, float]], statuses: dict[int, str] | None = None):
+    """Neighbour loader over an undirected weighted edge list; records which ids were asked for."""
+    statuses = statuses or {}
+    adjacency: dict[int, list[Edge]] = {}
+    for cid, (a, b, w) in enumerate(pairs, start=1):
+        adjacency.setdefault(a, []).append(Edge(b, w, cid, statuses.get(b, "active")))
+        adjacency.setdefault(b, []).append(Edge(a, w, cid, statuses.get(a, "active")))
+    asked: list[set[int]] = []
+
+    def load(ids):
+        ids = set(ids)
+        asked.append(ids)
+        return {i: adjacency.get(i, []) for i in ids}
+
+    load.asked = asked
+    return load
+
+
+PARAMS = PropagationParams(attenuation=0.8, max_hops=3, threshold=0.01, hub_degree=8)
+
+
+def test_signal_reaches_a_grain_two_hops_away_with_its_path():
+    acts = propagate({1: 1.0}, {1: "active"}, graph_of([(1, 2, 0.5), (2, 3, 0.5)]), PARAMS)
+    assert acts[3].hops == 2
+    assert acts[3].path == (1, 2, 3)
+    assert acts[3].conduits == (1, 2)
+    assert acts[3].origin == 1
+
+
+def test_attenuation_and_conduit_weight_multiply_per_hop():
+    acts = propagate({1: 1.0}, {1: "active"}, graph_of([(1, 2, 0.5), (2, 3, 0.5)]), PARAMS)
+    assert acts[2].signal == pytest.approx(0.4)
+    assert acts[3].signal == pytest.approx(0.16)
+
+
+def test_hop_limit_holds():
+    chain = graph_of([(1, 2, 0.9), (2, 3, 0.9), (3, 4, 0.9), (4, 5, 0.9)])
+    params = PropagationParams(attenuation=0.9, max_hops=2, threshold=0.0001)
+    acts = propagate({1: 1.0}, {1: "active"}, chain, params)
+    assert 3 in acts and 4 not in acts and 5 not in acts
+    assert len(chain.asked) == 2
+
+
+def test_signal_below_threshold_is_pruned():
+    params = PropagationParams(attenuation=0.8, max_hops=3, threshold=0.2)
+    acts = propagate({1: 1.0}, {1: "active"}, graph_of([(1, 2, 0.5), (2, 3, 0.5)]), params)
+    assert 2 in acts and 3 not in acts
+
+
+def test_entry_signal_dominates_second_hand_signal():
+    # 2 is a direct but weaker hit; 3 is only reached through the best hit.
+    acts = propagate({1: 1.0, 2: 0.6}, {1: "active", 2: "active"}, graph_of([(1, 3, 0.5)]), PARAMS)
+    assert acts[2].signal > acts[3].signal
+    assert acts[1].signal == pytest.approx(1.0)
+
+
+def test_only_relay_grains_spread_signal():
+    loader = graph_of([(1, 3, 0.9), (2, 4, 0.9)])
+    acts = propagate({1: 1.0, 2: 0.9}, {1: "active", 2: "active"}, loader, PARAMS, relay_from=[1])
+    assert 3 in acts and 4 not in acts
+
+
+def test_hubs_are_damped_by_degree():
+    spokes = [(1, n, 0.5) for n in range(10, 42)]  # 32 neighbours, hub degree 8
+    acts = propagate({1: 1.0}, {1: "active"}, graph_of(spokes), PARAMS)
+    assert acts[10].signal == pytest.approx(1.0 * 0.8 * 0.5 * (8 / 32) ** 0.5)
+
+
+def test_dormant_grains_relay_weakly_and_unknown_statuses_not_at_all():
+    pairs = [(1, 2, 0.5), (2, 3, 0.5), (1, 4, 0.5), (4, 5, 0.5)]
+    loader = graph_of(pairs, statuses={2: "dormant", 4: "quarantined"})
+    acts = propagate({1: 1.0}, {1: "active"}, loader, PARAMS)
+    assert acts[3].signal == pytest.approx(0.4 * 0.8 * 0.5 * 0.3)
+    assert 5 not in acts
+
+
+def test_signal_from_several_paths_adds_up_without_a_cap():
+    acts = propagate({1: 1.0, 2: 1.0}, {1: "active", 2: "active"}, graph_of([(1, 3, 0.5), (2, 3, 0.5)]), PARAMS)
+    assert acts[3].signal == pytest.approx(0.8)
+
+
+def test_rank_multiplies_signal_weight_confidence_and_recency():
+    acts = propagate({1: 1.0, 2: 0.9}, {1: "active", 2: "active"}, graph_of([]), PARAMS)
+    inputs = {1: RankInput(0.5, 0.5, 1.0), 2: RankInput(0.9, 0.9, 1.0)}
+    ranked = rank(acts, inputs, 5)
+    assert [r.activation.grain_id for r in ranked] == [2, 1]
+    assert ranked[0].score == pytest.approx(0.9 * 0.9 * 0.9)
+
+
+def test_rank_breaks_ties_by_direct_relevance_and_skips_unretrievable():
+    acts = propagate({1: 1.0, 2: 0.5}, {1: "active", 2: "active"}, graph_of([(1, 3, 0.625)]), PARAMS)
+    acts[2].signal = acts[3].signal  # equal final signal, but 2 is a direct hit
+    inputs = {2: RankInput(0.5, 1, 1), 3: RankInput(0.5, 1, 1)}
+    assert [r.activation.grain_id for r in rank(acts, inputs, 5)] == [2, 3]
+
+
+def test_normalise_scores_makes_the_best_one():
+    assert normalise_scores([(1, 4.0), (2, 1.0)]) == {1: 1.0, 2: 0.25}
+    assert normalise_scores([]) == {}

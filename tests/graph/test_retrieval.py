@@ -1,0 +1,174 @@
+"""Retrieval and learning through the services, on the database."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from graph.models import Conduit, Feedback, Trace, TraceItem
+from graph.services import decay_sweep, feedback_record, grain_retrieve
+from grains.models import ActivityEvent, Grain
+from grains.services import grain_store
+
+pytestmark = pytest.mark.django_db
+
+CHAIN = [
+    "Alice adopted a greyhound named Pixel last spring.",
+    "She walks him every morning along the old canal.",
+    "The canal towpath floods after heavy rain in November.",
+]
+
+
+@pytest.fixture
+def chain(t0, flux_settings):
+    """Three grains in a chain, linked only by their shared context (no lexical links)."""
+    flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=1, CONTEXT_CONDUIT_WEIGHT=0.6)
+    return [grain_store(content=c, context="walks", now=t0).grain for c in CHAIN]
+
+
+def ids(result) -> list[int]:
+    return [g.id for g in result.grains]
+
+
+def test_propagation_reaches_a_grain_two_hops_away_that_shares_no_word(chain, t0):
+    result = grain_retrieve(query="greyhound", limit=5, now=t0)
+    by_id = {g.id: g for g in result.grains}
+    far = chain[2]
+    assert far.pk in by_id
+    assert by_id[far.pk].hops == 2
+    assert by_id[far.pk].path == [chain[0].pk, chain[1].pk, far.pk]
+    assert ids(result)[0] == chain[0].pk
+
+
+def test_hop_limit_setting_holds(chain, t0, flux_settings):
+    flux_settings(MAX_HOPS=1)
+    assert ids(grain_retrieve(query="greyhound", now=t0)) == [chain[0].pk, chain[1].pk]
+
+
+def test_retrieval_records_a_trace_with_paths_and_touches_grains(chain, t0):
+    result = grain_retrieve(query="greyhound", caller="tester:test", now=t0 + timedelta(hours=1))
+    trace = Trace.objects.get(pk=result.trace_id)
+    assert str(trace.caller) == "tester:test"
+    items = list(TraceItem.objects.filter(trace=trace).order_by("rank"))
+    assert [i.grain_id for i in items] == ids(result)
+    assert items[2].path == [chain[0].pk, chain[1].pk, chain[2].pk] and len(items[2].conduits) == 2
+    assert Grain.objects.get(pk=chain[0].pk).retrievals == 1
+    assert ActivityEvent.objects.filter(kind="graph.signal_propagated").count() == 1
+
+
+def test_quarantined_grains_surface_only_when_asked(chain, t0):
+    Grain.objects.filter(pk=chain[0].pk).update(status="quarantined")
+    assert chain[0].pk not in ids(grain_retrieve(query="greyhound", now=t0))
+    assert chain[0].pk in ids(grain_retrieve(query="greyhound", include_quarantined=True, now=t0))
+
+
+def test_archived_or_changed_grains_are_never_found_stale(chain, t0):
+    Grain.objects.filter(pk=chain[0].pk).update(status="archived")
+    assert grain_retrieve(query="greyhound", now=t0).grains == []
+    Grain.objects.filter(pk=chain[0].pk).update(status="active", content="Alice adopted a whippet.")
+    assert grain_retrieve(query="greyhound", now=t0).grains == []
+    assert ids(grain_retrieve(query="whippet", limit=1, now=t0)) == [chain[0].pk]
+
+
+def test_shortcut_appears_after_a_useful_two_hop_retrieval(chain, t0):
+    first = grain_retrieve(query="greyhound", now=t0)
+    feedback_record(trace_id=first.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
+    shortcut = Conduit.objects.get(kind="shortcut")
+    assert (shortcut.source_id, shortcut.target_id, shortcut.directed) == (chain[0].pk, chain[2].pk, True)
+    again = {g.id: g for g in grain_retrieve(query="greyhound", now=t0).grains}
+    assert again[chain[2].pk].hops == 1
+
+
+def test_useful_feedback_strengthens_grain_and_path_and_not_useful_weakens(chain, t0):
+    result = grain_retrieve(query="greyhound", now=t0)
+    path = Conduit.objects.filter(kind="association").order_by("pk")
+    before = [c.weight for c in path]
+    feedback_record(trace_id=result.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
+    assert all(c.weight > b for c, b in zip(path.all(), before))
+    assert Grain.objects.get(pk=chain[2].pk).weight == pytest.approx(0.6)
+    feedback_record(trace_id=result.trace_id, grain_id=chain[1].pk, useful=False, now=t0)
+    assert Grain.objects.get(pk=chain[1].pk).weight == pytest.approx(0.5 * 0.85)
+
+
+def test_grains_useful_together_get_an_association(t0, flux_settings):
+    flux_settings(STORE_LINK_NEIGHBOURS=0)
+    a = grain_store(content="Bo plays the cello in an orchestra.", now=t0).grain
+    b = grain_store(content="Bo practises the cello at dawn.", now=t0).grain
+    assert not Conduit.objects.exists()
+    result = grain_retrieve(query="cello", now=t0)
+    feedback_record(trace_id=result.trace_id, grain_id=a.pk, useful=True, now=t0)
+    feedback_record(trace_id=result.trace_id, grain_id=b.pk, useful=True, now=t0)
+    link = Conduit.objects.get()
+    assert (link.kind, {link.source_id, link.target_id}) == ("association", {a.pk, b.pk})
+
+
+def _jazz_grains(t0) -> list[Grain]:
+    words = ["trumpet", "piano", "drums", "bass", "saxophone", "vinyl", "radio", "club", "festival", "album",
+             "band", "singer"]
+    return [grain_store(content=f"Notes on jazz number {i}: the {w} sounded warm.", now=t0).grain
+            for i, w in enumerate(words)]
+
+
+def test_feedback_moves_a_grain_into_the_top_five_and_helps_a_related_query(t0):
+    grains = _jazz_grains(t0)
+    first = grain_retrieve(query="jazz", limit=10, now=t0)
+    target = first.grains[-1].id
+    assert target not in ids(first)[:5]
+    related_before = ids(grain_retrieve(query="warm jazz sounds", limit=12, now=t0)).index(target)
+    feedback_record(trace_id=first.trace_id, grain_id=target, useful=True, now=t0)
+    for g in first.grains[:5]:
+        feedback_record(trace_id=first.trace_id, grain_id=g.id, useful=False, now=t0)
+    assert target in ids(grain_retrieve(query="jazz", limit=5, now=t0))
+    related_after = ids(grain_retrieve(query="warm jazz sounds", limit=12, now=t0)).index(target)
+    assert related_after < related_before and related_after < 5
+    assert len(grains) == 12
+
+
+def test_unused_grain_decays_and_goes_dormant_while_a_used_one_stays(t0):
+    idle = grain_store(content="The spare key is under the blue flowerpot.", now=t0).grain
+    used = grain_store(content="The wifi password is on the fridge.", now=t0).grain
+    result = grain_retrieve(query="wifi password", now=t0 + timedelta(days=20))
+    feedback_record(trace_id=result.trace_id, grain_id=used.pk, useful=True, now=t0 + timedelta(days=20))
+    swept = decay_sweep(now=t0 + timedelta(days=25))
+    idle.refresh_from_db()
+    used.refresh_from_db()
+    assert (idle.status, used.status) == ("dormant", "active")
+    assert idle.weight < 0.1 < used.weight
+    assert swept.demoted == 1
+    assert ActivityEvent.objects.filter(kind="grains.grain_demoted", payload__grain_id=idle.pk).exists()
+    assert decay_sweep(now=t0 + timedelta(days=25)).demoted == 0
+
+
+def test_decay_is_lazy_on_read_and_written_back_when_touched(t0):
+    grain = grain_store(content="Mara's birthday is on the ninth of March.", now=t0).grain
+    result = grain_retrieve(query="birthday Mara", now=t0 + timedelta(days=7))
+    assert result.grains[0].weight == pytest.approx(0.275)
+    grain.refresh_from_db()
+    assert grain.weight == pytest.approx(0.275)
+    assert grain.last_decayed_at == t0 + timedelta(days=7)
+
+
+def test_dormant_grain_is_reached_and_woken_by_retrieval(t0):
+    grain = grain_store(content="The boat is moored at pier seven.", now=t0).grain
+    Grain.objects.filter(pk=grain.pk).update(status="dormant")
+    assert ids(grain_retrieve(query="boat pier", now=t0)) == [grain.pk]
+    assert Grain.objects.get(pk=grain.pk).status == "active"
+
+
+def test_feedback_is_idempotent_and_conflicting_verdicts_are_refused(chain, t0):
+    from grains.errors import Conflict
+
+    result = grain_retrieve(query="greyhound", now=t0)
+    feedback_record(trace_id=result.trace_id, grain_id=chain[0].pk, useful=True, now=t0)
+    feedback_record(trace_id=result.trace_id, grain_id=chain[0].pk, useful=True, now=t0)
+    assert Grain.objects.get(pk=chain[0].pk).useful_count == 1
+    with pytest.raises(Conflict, match="already rated"):
+        feedback_record(trace_id=result.trace_id, grain_id=chain[0].pk, useful=False, now=t0)
+    assert Feedback.objects.count() == 1
+
+
+def test_retrieval_query_count_does_not_grow_with_results(t0, django_assert_max_num_queries):
+    for i in range(30):
+        grain_store(content=f"Lighthouse keeper log entry {i}: fog again.", context="log", now=t0)
+    with django_assert_max_num_queries(16):
+        assert len(grain_retrieve(query="lighthouse fog", limit=20, now=t0).grains) == 20

@@ -1,0 +1,65 @@
+"""DB-free tests of query terms, content hashing and evaluation scoring."""
+from __future__ import annotations
+
+from graph.algorithms.text import fts5_match, terms
+from graph.evaluation import Scores, questions, session_time, turns
+from grains.content import content_hash, normalise
+
+
+def test_terms_drop_stopwords_possessives_and_repeats():
+    assert terms("What is Caroline's favourite book? The book!", 10) == ["caroline", "favourite", "book"]
+
+
+def test_terms_keep_stopwords_when_nothing_else_is_left():
+    assert terms("Who is she?", 10) == ["who", "is", "she"]
+
+
+def test_fts5_match_quotes_every_term_and_survives_syntax():
+    assert fts5_match('NEAR(a "b") OR c*', 10) == '"near" OR "b" OR "c"'
+    assert fts5_match("?!", 10) is None
+
+
+def test_content_hash_ignores_case_and_spacing():
+    assert content_hash("Paris  is the\ncapital") == content_hash(" paris is the capital ")
+    assert normalise("  a \t b ") == "a b"
+
+
+SAMPLE = {
+    "sample_id": "s1",
+    "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+                      {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely!"}],
+    },
+    "qa": [
+        {"question": "What did Ann adopt?", "answer": "a cat", "evidence": ["D1:1"], "category": 4},
+        {"question": "joined", "answer": "x", "evidence": ["D1:1; D1:2", "D9:9", "D"], "category": 1},
+        {"question": "none left", "answer": "x", "evidence": ["D9:9"], "category": 2},
+        {"question": "adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+    ],
+}
+
+
+def test_turns_carry_speaker_context_and_session_time():
+    found = list(turns([SAMPLE]))
+    assert [t.content for t in found] == ["Ann: I adopted a cat.", "Bo: Lovely!"]
+    assert found[0].context == "s1/session_1"
+    assert found[0].occurred_at == session_time("1:56 pm on 8 May, 2023")
+    assert session_time("not a date") is None
+
+
+def test_questions_normalise_evidence_and_skip_the_unanswerable():
+    known = {("s1", "D1:1"), ("s1", "D1:2")}
+    asked = list(questions([SAMPLE], known))
+    assert [(q.text, q.evidence) for q in asked] == [("What did Ann adopt?", ("D1:1",)),
+                                                    ("joined", ("D1:1", "D1:2"))]
+
+
+def test_scores_count_any_evidence_hit_and_reciprocal_rank():
+    scores = Scores()
+    scores.add([5, 6, 7, 8, 9, 1], {1})  # rank 6: in top 10, not top 5
+    scores.add([1, 2], {2, 3})  # rank 2
+    scores.add([4], {1})  # miss
+    assert scores.as_dict() == {"recall@5": round(1 / 3, 4), "recall@10": round(2 / 3, 4),
+                                "mrr": round((1 / 6 + 1 / 2) / 3, 4)}

@@ -1,0 +1,39 @@
+"""DB-free tests of the environment readers."""
+from __future__ import annotations
+
+import pytest
+
+from fluxsite.defaults import SETTINGS
+from fluxsite.env import SettingError, database_from_url, env_value, parse_value
+
+
+def test_values_parse_as_the_type_of_their_default():
+    assert parse_value("MAX_HOPS", " 4 ", 3) == 4
+    assert parse_value("ATTENUATION", "0.5", 0.85) == 0.5
+    assert parse_value("FLAG", "off", True) is False
+
+
+@pytest.mark.parametrize("raw,default", [("four", 3), ("nan", 0.5), ("maybe", True)])
+def test_bad_values_name_the_setting(raw, default):
+    with pytest.raises(SettingError, match="NAME="):
+        parse_value("NAME", raw, default)
+
+
+def test_unset_or_empty_means_default():
+    assert env_value("X", 7, {}) == 7
+    assert env_value("X", 7, {"X": ""}) == 7
+
+
+def test_database_url_selects_postgres_or_sqlite():
+    pg = database_from_url("postgres://u:p%40ss@127.0.0.1:5433/flux")
+    assert (pg["ENGINE"], pg["NAME"], pg["PASSWORD"], pg["PORT"]) == (
+        "django.db.backends.postgresql", "flux", "p@ss", "5433")
+    assert database_from_url("sqlite:////tmp/x.sqlite3")["NAME"] == "/tmp/x.sqlite3"
+    with pytest.raises(SettingError, match="unsupported scheme"):
+        database_from_url("mysql://x/y")
+
+
+def test_every_setting_has_a_description_and_a_unique_name():
+    names = [s.name for s in SETTINGS]
+    assert len(names) == len(set(names))
+    assert all(s.description.endswith(".") for s in SETTINGS)
