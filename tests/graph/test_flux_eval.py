@@ -1,0 +1,71 @@
+"""flux_eval end to end: a fresh temporary instance, both methods, the JSON line."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV_FILE = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
+
+
+def flux_eval(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FLUX_DATA_DIR": str(data_dir)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return subprocess.run([sys.executable, "manage.py", "flux_eval", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def tiny_locomo(path: Path) -> Path:
+    turns = [
+        ("Ann", "I finally adopted a rescue greyhound called Pixel!"),
+        ("Bo", "That's wonderful news, congratulations."),
+        ("Ann", "He sleeps all day on the sofa."),
+        ("Bo", "My sister runs a bakery downtown."),
+        ("Ann", "Her croissants are the best in town."),
+    ]
+    sample = {
+        "sample_id": "tiny",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "10:00 am on 1 June, 2023",
+            "session_1": [{"speaker": s, "dia_id": f"D1:{i}", "text": t} for i, (s, t) in enumerate(turns, 1)],
+        },
+        "qa": [
+            {"question": "What dog did Ann adopt?", "answer": "a greyhound", "evidence": ["D1:1"], "category": 4},
+            {"question": "Who runs a bakery?", "answer": "Bo's sister", "evidence": ["D1:4"], "category": 1},
+            {"question": "Unanswerable", "adversarial_answer": "x", "evidence": ["D1:2"], "category": 5},
+        ],
+    }
+    path.write_text(json.dumps([sample]))
+    return path
+
+
+def test_flux_eval_prints_both_methods_and_a_json_last_line(tmp_path):
+    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--json", data_dir=tmp_path / "inst")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["questions"] == 2
+    for method in ("flux", "bm25"):
+        assert set(result[method]) == {"recall@5", "recall@10", "mrr"}
+        assert result[method]["recall@10"] == 1.0
+    assert "loading turns" in out.stderr  # the progress bar
+    assert not (tmp_path / "inst" / "flux.sqlite3").exists()  # the instance's own database is untouched
+
+
+def test_flux_eval_explains_a_missing_file_without_a_traceback(tmp_path):
+    out = flux_eval("--data", str(tmp_path / "nope.json"), data_dir=tmp_path)
+    assert out.returncode != 0
+    assert "no such file" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(not DEV_FILE.exists(), reason=f"LoCoMo dev file not found at {DEV_FILE}")
+def test_flux_beats_bm25_on_the_dev_file(tmp_path):
+    out = flux_eval("--data", str(DEV_FILE), "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["questions"] == 231
+    assert result["flux"]["recall@10"] > result["bm25"]["recall@10"]
