@@ -62,6 +62,17 @@ SETTINGS: list[Setting] = [
         ("DORMANT_AFTER_DAYS", 30.0, "An active grain not accessed for this long goes dormant."),
     ),
     *_group(
+        "service",
+        ("REST_HOST", "127.0.0.1", "Address the REST API binds to."),
+        ("REST_PORT", 7465, "Port of the REST API."),
+        ("READ_WORKERS", 3, "Threads serving reads (retrieve, listings, health) concurrently."),
+        ("MAX_WRITE_QUEUE_DEPTH", 1000, "Writes waiting in the serial write queue before new ones get 503."),
+        ("MAX_GRAINS_PER_MINUTE", 500, "Grains one caller may store per minute (a batch of 100 counts 100)."),
+        ("FEEDBACK_ENFORCEMENT_ENABLED", True, "Refuse retrievals to a caller that owes feedback."),
+        ("FEEDBACK_ENFORCEMENT_GRACE_SECONDS", 60, "Age of a retrieval before its missing feedback blocks the caller."),
+        ("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS", 86400, "Age after which missing feedback no longer blocks."),
+    ),
+    *_group(
         "storing",
         ("MAX_CONTENT_CHARS", 4000, "Longest grain content accepted, in characters."),
         ("MAX_GRAINS_PER_CALL", 100, "Most grains in one batch store."),
@@ -82,3 +93,16 @@ SETTINGS: list[Setting] = [
 ]
 
 DEFAULTS: dict[str, object] = {s.name: s.default for s in SETTINGS}
+
+
+def markdown_table() -> str:
+    """The README's settings table (regenerate with ``python -m fluxsite.defaults``)."""
+    rows = ["| Setting | Default | Group | What it does |", "|---|---|---|---|"]
+    for s in SETTINGS:
+        default = str(s.default).lower() if isinstance(s.default, bool) else s.default
+        rows.append(f"| `{s.name}` | `{default}` | {s.group} | {s.description} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

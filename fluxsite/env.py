@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 
@@ -86,5 +87,6 @@ def sqlite_database(path: str) -> dict[str, object]:
                 "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;"
             ),
         },
-        "TEST": {"NAME": None},
+        # Tests use a file too, so the booth's threads share it (an in-memory database is per connection).
+        "TEST": {"NAME": str(Path(path).with_name("test-" + Path(path).name))},
     }

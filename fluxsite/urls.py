@@ -1,8 +1,38 @@
+"""URL roots. REST views run on the booth: reads on its workers, writes on its serial queue."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
+from fluxsite.api import error_body, read_view, write_view
+from fluxsite.openapi import openapi_view
+from graph.api import FeedbackView, RetrieveView, TraceDetailView
+from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
+from vitals.api import HealthView
+
 urlpatterns = [
+    path("store", write_view(StoreView.as_view())),
+    path("store/batch", write_view(StoreBatchView.as_view())),
+    path("retrieve", read_view(RetrieveView.as_view())),
+    path("feedback", read_view(FeedbackView.as_view())),
+    path("health", read_view(HealthView.as_view())),
+    path("grains", read_view(GrainListView.as_view())),
+    path("grains/<int:grain_id>", read_view(GrainDetailView.as_view())),
+    path("traces/<int:trace_id>", read_view(TraceDetailView.as_view())),
+    path("callers", read_view(CallerListView.as_view())),
+    path("openapi.json", openapi_view),
     path("admin/", admin.site.urls),
 ]
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body("not_found", f"no endpoint at {request.path}; see /openapi.json"), status=404)
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(error_body("internal_error", "the service failed; see its log"), status=500)
+
+
+handler404 = not_found
+handler500 = server_error

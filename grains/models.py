@@ -41,6 +41,11 @@ class Caller(models.Model):
     client = models.CharField(max_length=100)
     role = models.CharField(max_length=32, choices=Role.choices)
     created_at = models.DateTimeField()
+    # Counters kept by the services, so listing callers never scans traces.
+    stored = models.PositiveIntegerField(default=0, help_text="Grains stored (duplicates included).")
+    retrievals = models.PositiveIntegerField(default=0, help_text="Retrievals made.")
+    returned = models.PositiveIntegerField(default=0, help_text="Grains returned by its retrievals.")
+    rated = models.PositiveIntegerField(default=0, help_text="Returned grains that got feedback.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["client", "role"], name="caller_unique_client_role")]
@@ -94,6 +99,21 @@ class Tombstone(models.Model):
 
     def __str__(self) -> str:
         return f"tombstone of #{self.grain_id} ({self.reason})"
+
+
+class ConfidenceEvent(models.Model):
+    """One step of a grain's confidence history."""
+
+    grain = models.ForeignKey(Grain, on_delete=models.CASCADE, related_name="confidence_events")
+    confidence = models.FloatField()
+    reason = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["grain", "created_at"], name="confidence_grain_time")]
+
+    def __str__(self) -> str:
+        return f"grain {self.grain_id}: {self.confidence:.2f} ({self.reason})"
 
 
 class ActivityEvent(models.Model):

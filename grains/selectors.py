@@ -1,8 +1,9 @@
 """Reads of grains for listings and detail views."""
 from __future__ import annotations
 
-from grains.errors import InvalidInput
-from grains.models import Grain, Status
+from grains.errors import InvalidInput, NotFound
+from grains.models import Caller, ConfidenceEvent, Grain, Status
+from grains.validate import require_id
 
 STATUSES = [s.value for s in Status]
 LIST_FIELDS = ("id", "content", "provenance", "status", "tier", "confidence", "weight", "level", "retrievals",
@@ -22,3 +23,41 @@ def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -
     if status:
         rows = rows.filter(status=status)
     return list(rows.values(*LIST_FIELDS)[offset : offset + limit])
+
+
+def grain_detail(grain_id: int, *, traces: int = 20) -> dict:
+    """A grain with its conduits, confidence history and latest traces."""
+    from django.db.models import Q
+
+    from graph.models import Conduit, TraceItem
+
+    grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).values(*LIST_FIELDS, "content_hash").first()
+    if grain is None:
+        raise NotFound(f"grain {grain_id} does not exist", details={"grain_id": grain_id})
+    gid = grain["id"]
+    conduits = Conduit.objects.filter(Q(source_id=gid) | Q(target_id=gid)).order_by("-weight")
+    grain["conduits"] = [
+        {"id": c.pk, "kind": c.kind, "weight": round(c.weight, 4), "directed": c.directed,
+         "other_grain_id": c.target_id if c.source_id == gid else c.source_id,
+         "direction": "out" if c.source_id == gid else "in", "uses": c.uses, "useful_uses": c.useful_uses,
+         "created_at": c.created_at}
+        for c in conduits[:200]
+    ]
+    grain["confidence_history"] = list(
+        ConfidenceEvent.objects.filter(grain_id=gid).order_by("created_at", "pk").values("confidence", "reason",
+                                                                                        "created_at"))
+    items = TraceItem.objects.filter(grain_id=gid).select_related("trace", "feedback").order_by("-trace_id")
+    grain["traces"] = [
+        {"trace_id": i.trace_id, "query": i.trace.query, "rank": i.rank, "score": round(i.score, 6), "hops": i.hops,
+         "created_at": i.trace.created_at, "useful": getattr(getattr(i, "feedback", None), "useful", None)}
+        for i in items[:traces]
+    ]
+    return grain
+
+
+def caller_list() -> list[dict]:
+    """Every caller with its counts and feedback compliance (rated / returned)."""
+    rows = Caller.objects.order_by("client", "role").values("client", "role", "stored", "retrievals", "returned",
+                                                            "rated", "created_at")
+    return [{**r, "feedback_compliance": round(r["rated"] / r["returned"], 4) if r["returned"] else None}
+            for r in rows]

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -14,7 +16,8 @@ from grains.activity import activity_record
 from grains.callers import caller_resolve
 from grains.content import content_hash, normalise
 from grains.errors import InvalidInput, NotFound, Tombstoned
-from grains.models import Caller, Grain, Provenance, Status, Tombstone
+from grains.limits import grains_rate_slot
+from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Status, Tombstone
 from grains.validate import require_id
 from graph.services.conduits import conduits_link_new_grain
 
@@ -105,6 +108,7 @@ def _corroborate(grain: Grain, now: datetime) -> Grain:
         grain.weight = max(grain.weight, S("INITIAL_GRAIN_WEIGHT"))
         grain.last_decayed_at = now
     grain.save(update_fields=["confidence", "last_accessed_at", "status", "weight", "last_decayed_at"])
+    ConfidenceEvent.objects.create(grain=grain, confidence=grain.confidence, reason="corroborated", created_at=now)
     activity_record("grains.grain_corroborated", {"grain_id": grain.pk, "confidence": grain.confidence}, now=now)
     return grain
 
@@ -138,6 +142,8 @@ def _store_one(item: StoreItem, caller: Caller, now: datetime, index: int | None
         last_decayed_at=now,
         caller=caller,
     )
+    ConfidenceEvent.objects.create(grain=grain, confidence=grain.confidence, reason=f"prior:{grain.provenance}",
+                                   created_at=now)
     linked = conduits_link_new_grain(grain, now=now)
     activity_record(
         "grains.grain_stored",
@@ -156,28 +162,29 @@ def grain_store(
     context: str = "",
     occurred_at: datetime | str | None = None,
     restore: bool = False,
+    rate_limit: bool = False,
     now: datetime | None = None,
 ) -> StoreResult:
     """Store one grain, or corroborate the existing grain with the same content.
 
     Tombstoned content is refused (Tombstoned) unless ``restore``. A new grain
-    is linked to its lexical neighbours and to the previous grain of its
-    context. Nothing is written when an error is raised.
+    is linked to its lexical neighbours and to the previous grains of its
+    context. With ``rate_limit`` the grain counts against the caller's
+    MAX_GRAINS_PER_MINUTE. Nothing is written when an error is raised.
     """
     raw = {"content": content, "provenance": provenance, "context": context,
            "occurred_at": occurred_at, "restore": restore}
-    item = store_item_validate(raw)
-    now = now or timezone.now()
-    with transaction.atomic():
-        return _store_one(item, caller_resolve(caller, now=now), now, None)
+    return grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, now=now, _single=True)[0]
 
 
 def grain_store_batch(
-    *, items: Sequence[Mapping], caller: str | Caller | None = None, now: datetime | None = None
+    *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
+    now: datetime | None = None, _single: bool = False,
 ) -> list[StoreResult]:
     """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
 
-    A bad item fails the whole batch with its index in the error details.
+    A bad item fails the whole batch with its index in the error details; with
+    ``rate_limit`` the batch counts len(items) against MAX_GRAINS_PER_MINUTE.
     """
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
@@ -189,11 +196,13 @@ def grain_store_batch(
             f"{len(items)} items in one batch; the limit is {cap} (MAX_GRAINS_PER_CALL): split the batch",
             details={"field": "items", "count": len(items), "limit": cap},
         )
-    checked = [store_item_validate(raw, index) for index, raw in enumerate(items)]
+    checked = [store_item_validate(raw, None if _single else index) for index, raw in enumerate(items)]
     now = now or timezone.now()
-    with transaction.atomic():
-        who = caller_resolve(caller, now=now)
-        return [_store_one(item, who, now, index) for index, item in enumerate(checked)]
+    who = caller_resolve(caller, now=now)
+    with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
+        results = [_store_one(item, who, now, None if _single else index) for index, item in enumerate(checked)]
+        Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
+        return results
 
 
 def grain_forget(

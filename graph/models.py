@@ -65,6 +65,9 @@ class Trace(models.Model):
     activated_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(db_index=True)
 
+    class Meta:
+        indexes = [models.Index(fields=["caller", "created_at"], name="trace_caller_time")]
+
     def __str__(self) -> str:
         return f"trace {self.pk}: {self.query[:60]}"
 
@@ -97,7 +100,7 @@ class Feedback(models.Model):
     useful = models.BooleanField()
     caller = models.ForeignKey("grains.Caller", on_delete=models.PROTECT, related_name="feedback")
     created_at = models.DateTimeField()
-    applied_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
     def __str__(self) -> str:
         return f"{'useful' if self.useful else 'not useful'}: item {self.item_id}"

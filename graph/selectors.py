@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
-from graph.models import Conduit
-from grains.models import Grain, Status
+from graph.models import Conduit, TraceItem
+from grains.models import Caller, Grain, Status
 
 # Statuses that take part in propagation (quarantined only when asked for).
 RETRIEVABLE = (Status.ACTIVE, Status.DORMANT)
@@ -70,3 +70,39 @@ def grain_rank_inputs(
 
 def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
     return Grain.objects.in_bulk(list(ids))
+
+
+def feedback_owed(
+    caller: Caller, *, now: datetime, grace_seconds: float, max_block_seconds: float, limit: int = 50
+) -> list[tuple[int, int]]:
+    """(trace id, grain id) pairs the caller retrieved between ``max_block`` and ``grace`` ago and never rated."""
+    return list(
+        TraceItem.objects.filter(
+            trace__caller=caller,
+            trace__created_at__lte=now - timedelta(seconds=grace_seconds),
+            trace__created_at__gt=now - timedelta(seconds=max_block_seconds),
+            feedback__isnull=True,
+        ).order_by("trace_id", "rank").values_list("trace_id", "grain_id")[:limit]
+    )
+
+
+def trace_detail(trace_id: int) -> dict:
+    """A trace with every returned grain, its rank, score, path and feedback."""
+    from graph.models import Trace
+    from grains.errors import NotFound
+    from grains.validate import require_id
+
+    trace = Trace.objects.select_related("caller").filter(pk=require_id(trace_id, "trace_id")).first()
+    if trace is None:
+        raise NotFound(f"trace {trace_id} does not exist", details={"trace_id": trace_id})
+    items = trace.items.select_related("grain", "feedback").order_by("rank")
+    return {
+        "id": trace.pk, "query": trace.query, "caller": str(trace.caller), "limit": trace.limit,
+        "entry_count": trace.entry_count, "activated_count": trace.activated_count, "created_at": trace.created_at,
+        "items": [
+            {"grain_id": i.grain_id, "content": i.grain.content, "rank": i.rank, "score": round(i.score, 6),
+             "signal": round(i.signal, 6), "hops": i.hops, "path": i.path, "conduits": i.conduits,
+             "useful": getattr(getattr(i, "feedback", None), "useful", None)}
+            for i in items
+        ],
+    }

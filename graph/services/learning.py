@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
@@ -18,21 +19,23 @@ from grains.models import Caller, Grain, Status, Tier
 from grains.validate import require_bool, require_id
 
 
-def feedback_record(
+def feedback_accept(
     *, trace_id: int, grain_id: int, useful: bool, caller: str | Caller | None = None, now: datetime | None = None
-) -> Feedback:
-    """Record a verdict on one grain of a trace and apply it to the graph.
+) -> tuple[Feedback, bool]:
+    """Check and record a verdict on one grain of a trace, without applying it yet.
 
-    Idempotent: the same verdict again returns the recorded feedback; the
-    opposite verdict on an already rated grain is a Conflict.
+    Returns the feedback and whether it is new. Idempotent: the same verdict
+    again returns the recorded feedback; the opposite verdict on an already
+    rated grain is a Conflict. Nothing is written when an error is raised.
     """
     trace_id, grain_id = require_id(trace_id, "trace_id"), require_id(grain_id, "grain_id")
     useful = require_bool(useful, "useful")
     now = now or timezone.now()
     with transaction.atomic():
-        if not Trace.objects.filter(pk=trace_id).exists():
+        trace = Trace.objects.filter(pk=trace_id).only("caller_id").first()
+        if trace is None:
             raise NotFound(f"trace {trace_id} does not exist (it may have expired)", details={"trace_id": trace_id})
-        item = TraceItem.objects.select_related("trace").filter(trace_id=trace_id, grain_id=grain_id).first()
+        item = TraceItem.objects.filter(trace_id=trace_id, grain_id=grain_id).first()
         if item is None:
             raise InvalidInput(
                 f"grain {grain_id} was not returned by trace {trace_id}; rate only grains that trace returned",
@@ -41,15 +44,41 @@ def feedback_record(
         existing = Feedback.objects.filter(item=item).first()
         if existing is not None:
             if existing.useful == useful:
-                return existing
+                return existing, False
             raise Conflict(
                 f"grain {grain_id} of trace {trace_id} was already rated useful={existing.useful}",
                 details={"trace_id": trace_id, "grain_id": grain_id, "useful": existing.useful},
             )
         feedback = Feedback.objects.create(item=item, useful=useful, caller=caller_resolve(caller, now=now),
                                            created_at=now)
-        feedback_apply(feedback, now=now)
+        Caller.objects.filter(pk=trace.caller_id).update(rated=F("rated") + 1)
+    return feedback, True
+
+
+def feedback_record(
+    *, trace_id: int, grain_id: int, useful: bool, caller: str | Caller | None = None, now: datetime | None = None
+) -> Feedback:
+    """Record a verdict (as feedback_accept) and apply it to the graph at once."""
+    now = now or timezone.now()
+    feedback, new = feedback_accept(trace_id=trace_id, grain_id=grain_id, useful=useful, caller=caller, now=now)
+    if new:
+        with transaction.atomic():
+            feedback_apply(feedback, now=now)
     return feedback
+
+
+def feedback_apply_pending(*, now: datetime | None = None, batch_size: int = 100) -> int:
+    """Apply every accepted but unapplied feedback, oldest first, one short transaction each batch."""
+    applied = 0
+    while True:
+        with transaction.atomic():
+            batch = list(Feedback.objects.filter(applied_at__isnull=True).select_related("item")
+                         .order_by("pk")[:batch_size])
+            for feedback in batch:
+                feedback_apply(feedback, now=now or timezone.now())
+        applied += len(batch)
+        if len(batch) < batch_size:
+            return applied
 
 
 def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
@@ -107,7 +136,8 @@ def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:
 
 def _co_useful(item: TraceItem, now: datetime) -> list[dict]:
     """Associate this grain with the other grains already rated useful in the same trace."""
-    others = Feedback.objects.filter(item__trace_id=item.trace_id, useful=True).exclude(item=item)
+    others = Feedback.objects.filter(item__trace_id=item.trace_id, useful=True, applied_at__isnull=False).exclude(
+        item=item)
     made = []
     for other_grain in others.values_list("item__grain_id", flat=True):
         conduit, created = conduit_strengthen(item.grain_id, other_grain, kind=ConduitKind.ASSOCIATION,

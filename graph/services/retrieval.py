@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
@@ -12,10 +13,10 @@ from graph.algorithms.propagation import Activation, normalise_scores, propagate
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, propagation_params
 from graph.search import entry_search
-from graph.selectors import RETRIEVABLE, conduit_neighbours, grain_rank_inputs, grains_by_id
+from graph.selectors import RETRIEVABLE, conduit_neighbours, feedback_owed, grain_rank_inputs, grains_by_id
 from grains.activity import activity_record
 from grains.callers import caller_resolve
-from grains.errors import InvalidInput
+from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
 
 
@@ -88,6 +89,7 @@ def grain_retrieve(
     limit: int | None = None,
     include_quarantined: bool = False,
     propagation: bool = True,
+    enforce_feedback: bool | None = None,
     now: datetime | None = None,
 ) -> RetrieveResult:
     """The ``limit`` grains most relevant to ``query``, found by signal propagation.
@@ -95,9 +97,15 @@ def grain_retrieve(
     Records a trace (the caller owes feedback on it) and touches the returned
     grains: retrieval count, last access, lazily decayed weight written back,
     dormant grains woken. Quarantined grains surface only when asked for.
+    With feedback enforcement on (FEEDBACK_ENFORCEMENT_ENABLED unless
+    ``enforce_feedback`` says otherwise), a caller that owes feedback is
+    refused with FeedbackOwed listing what it owes.
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
+    who = caller_resolve(caller, now=now)
+    if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
+        _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
     acts = activate(query, statuses=statuses, now=now, propagation=propagation)
     policy = decay_policy()
@@ -106,7 +114,7 @@ def grain_retrieve(
                                   recency_floor=S("RECENCY_FLOOR"))
     ranked = rank(acts, inputs, limit)
     with transaction.atomic():
-        who = caller_resolve(caller, now=now)
+        Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
         trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
             1 for a in acts.values() if a.entry > 0), activated_count=len(acts), created_at=now)
         TraceItem.objects.bulk_create([
@@ -129,6 +137,18 @@ def grain_retrieve(
         for i, r in enumerate(ranked, start=1)
         for g in [grains[r.activation.grain_id]]
     ])
+
+
+def _refuse_if_owed(caller: Caller, now: datetime) -> None:
+    owed = feedback_owed(caller, now=now, grace_seconds=S("FEEDBACK_ENFORCEMENT_GRACE_SECONDS"),
+                         max_block_seconds=S("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS"))
+    if owed:
+        traces = sorted({t for t, _ in owed})
+        raise FeedbackOwed(
+            f"{caller} owes feedback on {len(owed)} retrieved grain(s) of {len(traces)} trace(s); rate them with "
+            "POST /feedback {trace_id, grain_id, useful} before retrieving again",
+            details={"trace_ids": traces, "owed": [{"trace_id": t, "grain_id": g} for t, g in owed]},
+        )
 
 
 def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:

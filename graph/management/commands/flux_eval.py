@@ -71,7 +71,7 @@ def evaluate(samples: list[dict], *, progress: bool = True) -> dict:
     search = Fts5Search()
     for q in tqdm(asked, desc="asking questions", unit="q", file=sys.stderr, disable=not progress):
         evidence = {grain_of[(q.sample, d)] for d in q.evidence}
-        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, now=now)
+        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
         flux.add([g.id for g in found.grains], evidence)
         hits = search.search(q.text, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
         bm25.add([gid for gid, _ in hits], evidence)

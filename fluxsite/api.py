@@ -1,0 +1,111 @@
+"""What every REST view shares: the error contract, caller identity, the booth wrappers."""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Mapping
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.request import Request
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from fluxsite.booth import get_booth
+from grains.callers import parse_caller
+from grains.errors import FluxError, InvalidInput
+
+log = logging.getLogger("flux.api")
+
+_DRF_CODES = {
+    drf.ParseError: "invalid_json",
+    drf.UnsupportedMediaType: "unsupported_media_type",
+    drf.MethodNotAllowed: "method_not_allowed",
+    drf.NotAcceptable: "not_acceptable",
+    drf.NotFound: "not_found",
+}
+
+
+def error_body(code: str, message: str, details: Mapping | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": dict(details or {})}}
+
+
+def flux_error_response(exc: FluxError) -> JsonResponse:
+    response = JsonResponse(error_body(exc.code, exc.message, exc.details), status=exc.status)
+    if "retry_after" in exc.details:
+        response["Retry-After"] = str(exc.details["retry_after"])
+    return response
+
+
+def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
+    """DRF exception handler: FluxError and DRF's own errors, all in the one contract."""
+    if isinstance(exc, FluxError):
+        return flux_error_response(exc)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        log.exception("unhandled error in %s", context.get("view"))
+        return JsonResponse(error_body("internal_error", "the service failed; see its log"), status=500)
+    code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "invalid_request")
+    detail = exc.detail if isinstance(exc, drf.APIException) else str(exc)
+    message = str(detail) if not isinstance(detail, (list, dict)) else "the request is not valid"
+    if code == "invalid_json":
+        message = f"the body is not valid JSON: {message}"
+    response.data = error_body(code, message)
+    return response
+
+
+def request_caller(request: Request) -> tuple[str, str]:
+    """(client, role) from X-Flux-Client + X-Flux-Role, or legacy X-Caller-Id; else anonymous."""
+    client = request.headers.get("X-Flux-Client")
+    role = request.headers.get("X-Flux-Role")
+    legacy = request.headers.get("X-Caller-Id")
+    try:
+        if client is not None or role is not None:
+            if not client or not role:
+                raise InvalidInput("send both X-Flux-Client and X-Flux-Role (or X-Caller-Id: client:role)")
+            return parse_caller(client=client, role=role)
+        if legacy is not None:
+            return parse_caller(legacy)
+        return parse_caller()
+    except InvalidInput as exc:
+        exc.details.setdefault("header", "X-Flux-Client/X-Flux-Role" if client or role else "X-Caller-Id")
+        raise
+
+
+def json_object(request: Request, *, allowed: set[str], required: set[str] = frozenset()) -> dict:
+    """The JSON body as a dict with only ``allowed`` keys and every ``required`` one."""
+    data = request.data
+    if not isinstance(data, dict):
+        raise InvalidInput("the body must be a JSON object", details={"field": "body"})
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
+                           details={"field": unknown[0]})
+    missing = sorted(required - set(data))
+    if missing:
+        raise InvalidInput(f"missing field(s) {', '.join(missing)}", details={"field": missing[0]})
+    return data
+
+
+def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
+    @functools.wraps(view)
+    async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        booth = get_booth()
+        try:
+            future = getattr(booth, submit_name)(functools.partial(view, request, *args, **kwargs))
+        except FluxError as exc:
+            return flux_error_response(exc)
+        return await asyncio.wrap_future(future)
+
+    run.csrf_exempt = True
+    return run
+
+
+def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
+    """Serve ``view`` on the booth's read workers."""
+    return _booth_view(view, "read")
+
+
+def write_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
+    """Serve ``view`` on the booth's serial write queue (503 when it is full)."""
+    return _booth_view(view, "write")

@@ -1,0 +1,154 @@
+"""The OpenAPI 3 description of the REST API, served at /openapi.json."""
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+
+from fluxsite.defaults import DEFAULTS
+from grains.callers import CALLER_ROLES
+from grains.models import Provenance, Status
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict:
+    text = {400: "Invalid input", 404: "Not found", 409: "Conflict (tombstoned, already rated, feedback owed)",
+            429: "Rate limited (Retry-After header)", 503: "Write queue full (Retry-After header)"}
+    return {str(c): _json(_ref("Error"), text[c]) for c in codes}
+
+
+NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+GRAIN = {
+    "type": "object",
+    "required": ["id", "content", "provenance", "status", "confidence", "weight"],
+    "properties": {
+        "id": {"type": "integer"}, "content": {"type": "string"},
+        "provenance": {"type": "string", "enum": [p.value for p in Provenance]},
+        "status": {"type": "string", "enum": [s.value for s in Status]},
+        "tier": {"type": "string"}, "confidence": {"type": "number"}, "weight": {"type": "number"},
+        "level": {"type": "integer"}, "retrievals": {"type": "integer"}, "useful_count": {"type": "integer"},
+        "not_useful_count": {"type": "integer"}, "context": {"type": "string"}, "occurred_at": NULLABLE_TIME,
+        "created_at": {"type": "string", "format": "date-time"},
+        "last_accessed_at": {"type": "string", "format": "date-time"},
+    },
+}
+STORE_ITEM = {
+    "type": "object",
+    "required": ["content"],
+    "additionalProperties": False,
+    "properties": {
+        "content": {"type": "string", "minLength": 1, "maxLength": DEFAULTS["MAX_CONTENT_CHARS"],
+                    "description": "The fact to remember."},
+        "provenance": {"type": "string", "enum": [p.value for p in Provenance], "default": "ai_stated"},
+        "context": {"type": "string", "maxLength": 200,
+                    "description": "Groups grains stored together (e.g. one conversation); close ones are linked."},
+        "occurred_at": {"type": ["string", "null"], "format": "date-time"},
+        "restore": {"type": "boolean", "default": False, "description": "Store content that was forgotten."},
+    },
+}
+STORED = {"type": "object", "required": ["created", "restored", "grain"],
+          "properties": {"created": {"type": "boolean"}, "restored": {"type": "boolean"}, "grain": _ref("Grain")}}
+RETRIEVED = {
+    "type": "object",
+    "required": ["id", "content", "rank", "score", "hops", "path"],
+    "properties": {
+        "id": {"type": "integer"}, "content": {"type": "string"}, "rank": {"type": "integer"},
+        "score": {"type": "number"}, "signal": {"type": "number"}, "hops": {"type": "integer"},
+        "path": {"type": "array", "items": {"type": "integer"}}, "provenance": {"type": "string"},
+        "status": {"type": "string"}, "confidence": {"type": "number"}, "weight": {"type": "number"},
+        "context": {"type": "string"},
+    },
+}
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "object", "required": ["code", "message", "details"], "properties": {
+        "code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}}}},
+}
+CALLER_HEADERS = [
+    {"name": "X-Flux-Client", "in": "header", "required": False, "description": "Stable client name, e.g. codex.",
+     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$"}},
+    {"name": "X-Flux-Role", "in": "header", "required": False, "schema": {"type": "string", "enum": CALLER_ROLES}},
+]
+OBJECT = {"type": "object"}
+
+
+def _post(summary: str, body: dict, ok: dict, *errors: int) -> dict:
+    return {"post": {"summary": summary, "parameters": CALLER_HEADERS,
+                     "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+                     "responses": {**ok, **_errors(*errors)}}}
+
+
+def _get(summary: str, ok: dict, *errors: int, parameters: list | None = None) -> dict:
+    return {"get": {"summary": summary, "parameters": parameters or [], "responses": {**ok, **_errors(*errors)}}}
+
+
+def _id_param(name: str) -> list:
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}]
+
+
+SCHEMA = {
+    "openapi": "3.1.0",
+    "info": {"title": "Flux Memory", "version": "0.1.0",
+             "description": "Self-organizing long-term memory for AI agents. Errors share one shape: "
+                            '{"error": {"code", "message", "details"}}.'},
+    "paths": {
+        "/store": _post("Store one grain (or corroborate the same content)", _ref("StoreItem"),
+                        {"201": _json(_ref("Stored"), "Stored"), "200": _json(_ref("Stored"), "Already known")},
+                        400, 409, 429, 503),
+        "/store/batch": _post(
+            "Store up to MAX_GRAINS_PER_CALL grains, all or nothing",
+            {"type": "object", "required": ["items"], "additionalProperties": False,
+             "properties": {"items": {"type": "array", "minItems": 1, "maxItems": DEFAULTS["MAX_GRAINS_PER_CALL"],
+                                      "items": _ref("StoreItem")}}},
+            {"201": _json({"type": "object", "required": ["items", "created"], "properties": {
+                "items": {"type": "array", "items": _ref("Stored")}, "created": {"type": "integer"}}}, "Stored")},
+            400, 409, 429, 503),
+        "/retrieve": _post(
+            "Retrieve the grains most relevant to a query",
+            {"type": "object", "required": ["query"], "additionalProperties": False, "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": DEFAULTS["MAX_QUERY_CHARS"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": DEFAULTS["MAX_TOP_K"],
+                          "default": DEFAULTS["TOP_K"]},
+                "include_quarantined": {"type": "boolean", "default": False}}},
+            {"200": _json({"type": "object", "required": ["trace_id", "query", "grains"], "properties": {
+                "trace_id": {"type": "integer"}, "query": {"type": "string"},
+                "grains": {"type": "array", "items": _ref("RetrievedGrain")}}}, "Ranked grains and their trace")},
+            400, 409),
+        "/feedback": _post(
+            "Rate one grain returned by a trace (applied asynchronously)",
+            {"type": "object", "required": ["trace_id", "grain_id", "useful"], "additionalProperties": False,
+             "properties": {"trace_id": {"type": "integer", "minimum": 1},
+                            "grain_id": {"type": "integer", "minimum": 1}, "useful": {"type": "boolean"}}},
+            {"202": _json({"type": "object", "required": ["feedback_id", "status"], "properties": {
+                "feedback_id": {"type": "integer"}, "trace_id": {"type": "integer"}, "grain_id": {"type": "integer"},
+                "useful": {"type": "boolean"}, "status": {"type": "string", "enum": ["accepted", "already_recorded"]}}},
+                "Accepted")},
+            400, 404, 409),
+        "/health": _get("Counts by status and kind, queue depths", {"200": _json(OBJECT, "Health")}),
+        "/grains": _get(
+            "List grains, newest first", {"200": _json({"type": "object", "required": ["grains"], "properties": {
+                "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400,
+            parameters=[
+                {"name": "status", "in": "query", "schema": {"type": "string", "enum": [s.value for s in Status]}},
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+            ]),
+        "/grains/{grain_id}": _get("A grain with its conduits, confidence history and traces",
+                                   {"200": _json(_ref("Grain"), "The grain")}, 404, parameters=_id_param("grain_id")),
+        "/traces/{trace_id}": _get("A retrieval: query, caller, returned grains with paths and feedback",
+                                   {"200": _json(OBJECT, "The trace")}, 404, parameters=_id_param("trace_id")),
+        "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}),
+    },
+    "components": {"schemas": {"Grain": GRAIN, "StoreItem": STORE_ITEM, "Stored": STORED,
+                               "RetrievedGrain": RETRIEVED, "Error": ERROR}},
+}
+
+
+def openapi_view(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(SCHEMA)

@@ -1,0 +1,64 @@
+"""REST views for grains and callers: validate -> one service or selector -> JSON."""
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fluxsite.api import json_object, request_caller
+from grains.errors import InvalidInput
+from grains.selectors import LIST_FIELDS, caller_list, grain_detail, grain_list
+from grains.services import grain_store, grain_store_batch
+
+STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
+
+
+def stored_json(result) -> dict:  # noqa: ANN001 - a StoreResult
+    grain = result.grain
+    return {"created": result.created, "restored": result.restored,
+            "grain": {f: getattr(grain, f) for f in LIST_FIELDS}}
+
+
+class StoreView(APIView):
+    def post(self, request: Request) -> Response:
+        data = json_object(request, allowed=STORE_FIELDS, required={"content"})
+        result = grain_store(caller=request_caller(request), rate_limit=True, **data)
+        return Response(stored_json(result), status=201 if result.created else 200)
+
+
+class StoreBatchView(APIView):
+    def post(self, request: Request) -> Response:
+        data = json_object(request, allowed={"items"}, required={"items"})
+        if not isinstance(data["items"], list):
+            raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
+        results = grain_store_batch(items=data["items"], caller=request_caller(request), rate_limit=True)
+        return Response({"items": [stored_json(r) for r in results],
+                         "created": sum(r.created for r in results)}, status=201)
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput(f"'{name}' must be an integer, got {raw!r}", details={"field": name}) from None
+
+
+class GrainListView(APIView):
+    def get(self, request: Request) -> Response:
+        limit, offset = _int_param(request, "limit", 50), _int_param(request, "offset", 0)
+        status = request.query_params.get("status") or None
+        grains = grain_list(status=status, limit=limit, offset=offset)
+        return Response({"grains": grains, "status": status, "limit": limit, "offset": offset})
+
+
+class GrainDetailView(APIView):
+    def get(self, request: Request, grain_id: int) -> Response:
+        return Response(grain_detail(grain_id))
+
+
+class CallerListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response({"callers": caller_list()})

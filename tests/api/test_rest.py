@@ -1,0 +1,285 @@
+"""Every endpoint, header form, limit and error of the REST API."""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from fluxsite.booth import get_booth
+from graph.models import Feedback, Trace
+from grains.models import Caller, Grain
+
+
+def error_of(response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    return body["error"]
+
+
+# --- store -------------------------------------------------------------------------------------------
+
+def test_store_creates_then_corroborates(api):
+    first = api.post("/store", {"content": "Paris is the capital of France", "provenance": "user_stated"})
+    assert first.status_code == 201
+    assert first.json()["grain"]["provenance"] == "user_stated" and first.json()["created"] is True
+    again = api.post("/store", {"content": "paris is the capital of france"})
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.json()["grain"]["id"] == first.json()["grain"]["id"]
+
+
+@pytest.mark.parametrize("headers,expected", [
+    ({"HTTP_X_FLUX_CLIENT": "codex", "HTTP_X_FLUX_ROLE": "chat"}, "codex:chat"),
+    ({"HTTP_X_CALLER_ID": "claude:memory_writer"}, "claude:memory_writer"),
+    ({}, "anonymous:unknown"),
+])
+def test_caller_identity_from_either_header_form_or_anonymous(api, headers, expected):
+    grain_id = api.post("/store", {"content": "Lena grows tomatoes"}, caller=None, **headers).json()["grain"]["id"]
+    assert str(Grain.objects.get(pk=grain_id).caller) == expected
+    listed = {f"{c['client']}:{c['role']}": c for c in api.get("/callers").json()["callers"]}
+    assert listed[expected]["stored"] == 1
+
+
+@pytest.mark.parametrize("headers,text", [
+    ({"HTTP_X_FLUX_CLIENT": "codex", "HTTP_X_FLUX_ROLE": "overlord"}, "role 'overlord' is not one of"),
+    ({"HTTP_X_FLUX_CLIENT": "codex"}, "send both X-Flux-Client and X-Flux-Role"),
+    ({"HTTP_X_CALLER_ID": "codex"}, "not of the form 'client:role'"),
+    ({"HTTP_X_CALLER_ID": "bad client!:chat"}, "client 'bad client!'"),
+])
+def test_bad_caller_headers_are_refused(api, headers, text):
+    response = api.post("/store", {"content": "x"}, caller=None, **headers)
+    assert response.status_code == 400 and text in error_of(response)["message"]
+    assert not Grain.objects.exists()
+
+
+@pytest.mark.parametrize("body,code,status,text", [
+    ({"content": ""}, "invalid_input", 400, "'content' is empty"),
+    ({"content": "x" * 4001}, "invalid_input", 400, "the limit is 4000"),
+    ({"content": 3}, "invalid_input", 400, "'content' must be a string"),
+    ({}, "invalid_input", 400, "missing field(s) content"),
+    ({"content": "x", "colour": "red"}, "invalid_input", 400, "unknown field(s) colour"),
+    (["content"], "invalid_input", 400, "must be a JSON object"),
+    ({"content": "x", "provenance": "rumour"}, "invalid_input", 400, "'provenance'"),
+])
+def test_bad_store_bodies_get_the_error_contract(api, body, code, status, text):
+    response = api.post("/store", body)
+    assert response.status_code == status
+    err = error_of(response)
+    assert err["code"] == code and text in err["message"]
+    assert not Grain.objects.exists()
+
+
+def test_malformed_json_wrong_type_and_wrong_method(api):
+    bad = api.client.post("/store", "{not json", content_type="application/json")
+    assert bad.status_code == 400 and error_of(bad)["code"] == "invalid_json"
+    form = api.client.post("/store", {"content": "x"})
+    assert form.status_code == 415 and error_of(form)["code"] == "unsupported_media_type"
+    get = api.get("/store")
+    assert get.status_code == 405 and error_of(get)["code"] == "method_not_allowed"
+    missing = api.get("/nowhere")
+    assert missing.status_code == 404 and error_of(missing)["code"] == "not_found"
+
+
+def test_tombstoned_content_is_a_conflict(api):
+    from grains.services import grain_forget
+
+    gid = api.post("/store", {"content": "old phone 555-0100"}).json()["grain"]["id"]
+    grain_forget(grain_id=gid, reason="user request")
+    response = api.post("/store", {"content": "old phone 555-0100"})
+    assert response.status_code == 409 and error_of(response)["code"] == "tombstoned"
+    assert api.post("/store", {"content": "old phone 555-0100", "restore": True}).status_code == 201
+
+
+# --- batch and rate limits ---------------------------------------------------------------------------
+
+def test_batch_stores_all_in_order(api):
+    response = api.post("/store/batch", {"items": [{"content": f"fact number {i}"} for i in range(3)]})
+    assert response.status_code == 201 and response.json()["created"] == 3
+    assert [i["grain"]["content"] for i in response.json()["items"]] == [f"fact number {i}" for i in range(3)]
+
+
+def test_batch_with_a_bad_item_is_refused_whole_with_its_index(api):
+    items = [{"content": "good one"}, {"content": "good two"}, {"content": "  "}]
+    response = api.post("/store/batch", {"items": items})
+    assert response.status_code == 400 and error_of(response)["details"]["index"] == 2
+    assert not Grain.objects.exists()
+
+
+def test_batch_of_101_is_refused_whole(api):
+    response = api.post("/store/batch", {"items": [{"content": f"fact {i}"} for i in range(101)]})
+    assert response.status_code == 400
+    assert error_of(response)["details"] == {"field": "items", "count": 101, "limit": 100}
+    assert not Grain.objects.exists()
+
+
+def _wait_for_a_fresh_minute(margin: float = 15.0) -> None:
+    """The limit counts per clock minute: don't start a burst in a minute's last seconds."""
+    left = 60 - time.time() % 60
+    if left < margin:
+        time.sleep(left + 0.05)
+
+
+def test_the_501st_grain_in_a_minute_is_refused_and_other_callers_are_not(api):
+    _wait_for_a_fresh_minute()
+    for b in range(5):
+        batch = [{"content": f"batch {b} grain {i}"} for i in range(100)]
+        assert api.post("/store/batch", {"items": batch}, caller="busy:memory_writer").status_code == 201
+    refused = api.post("/store", {"content": "one too many"}, caller="busy:memory_writer")
+    assert refused.status_code == 429
+    err = error_of(refused)
+    assert err["code"] == "rate_limited" and "500 grains per minute" in err["message"]
+    assert err["details"]["limit"] == 500 and 1 <= int(refused["Retry-After"]) <= 61
+    assert not Grain.objects.filter(content="one too many").exists()
+    assert api.post("/store", {"content": "someone else"}, caller="calm:chat").status_code == 201
+
+
+def test_a_refused_batch_does_not_use_up_the_limit(api, flux_settings):
+    flux_settings(MAX_GRAINS_PER_MINUTE=5)
+    _wait_for_a_fresh_minute()
+    assert api.post("/store/batch", {"items": [{"content": f"g{i}"} for i in range(6)]}).status_code == 429
+    assert api.post("/store/batch", {"items": [{"content": f"g{i}"} for i in range(5)]}).status_code == 201
+
+
+# --- retrieve, feedback, enforcement -----------------------------------------------------------------
+
+def _store_and_retrieve(api, caller="agent:chat"):
+    api.post("/store/batch", {"items": [{"content": "Kai drinks oat milk", "context": "k"},
+                                        {"content": "Kai is allergic to peanuts", "context": "k"}]})
+    response = api.post("/retrieve", {"query": "What does Kai drink?", "limit": 5}, caller=caller)
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_retrieve_returns_ranked_grains_with_a_trace(api):
+    result = _store_and_retrieve(api)
+    assert result["grains"][0]["content"] == "Kai drinks oat milk"
+    assert [g["rank"] for g in result["grains"]] == list(range(1, len(result["grains"]) + 1))
+    trace = api.get(f"/traces/{result['trace_id']}").json()
+    assert trace["caller"] == "agent:chat" and trace["items"][0]["path"] == result["grains"][0]["path"]
+
+
+@pytest.mark.parametrize("body,field", [({"query": ""}, "query"), ({"query": "x", "limit": 0}, "limit"),
+                                        ({"query": "x", "limit": "3"}, "limit"),
+                                        ({"query": "x", "include_quarantined": "no"}, "include_quarantined"),
+                                        ({"q": "x"}, "q")])
+def test_bad_retrieve_bodies(api, body, field):
+    response = api.post("/retrieve", body)
+    assert response.status_code == 400 and error_of(response)["details"]["field"] == field
+
+
+def test_feedback_is_accepted_at_once_and_applied_in_the_background(api):
+    result = _store_and_retrieve(api)
+    top = result["grains"][0]["id"]
+    response = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    assert response.status_code == 202 and response.json()["status"] == "accepted"
+    get_booth().drain()
+    assert Feedback.objects.get().applied_at is not None
+    assert Grain.objects.get(pk=top).useful_count == 1
+    again = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    assert again.status_code == 202 and again.json()["status"] == "already_recorded"
+    flip = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": False})
+    assert flip.status_code == 409 and error_of(flip)["code"] == "conflict"
+
+
+@pytest.mark.parametrize("change,status,code", [
+    ({"trace_id": 99999}, 404, "not_found"),
+    ({"grain_id": 99999}, 400, "invalid_input"),
+    ({"useful": "yes"}, 400, "invalid_input"),
+    ({"trace_id": None}, 400, "invalid_input"),
+])
+def test_bad_feedback(api, change, status, code):
+    result = _store_and_retrieve(api)
+    body = {"trace_id": result["trace_id"], "grain_id": result["grains"][0]["id"], "useful": True, **change}
+    response = api.post("/feedback", body)
+    assert response.status_code == status and error_of(response)["code"] == code
+    assert not Feedback.objects.exists()
+
+
+def test_feedback_enforcement_blocks_one_caller_not_another_and_lifts_after_feedback(api, flux_settings):
+    flux_settings(FEEDBACK_ENFORCEMENT_GRACE_SECONDS=0)
+    result = _store_and_retrieve(api, caller="forgetful:chat")
+    blocked = api.post("/retrieve", {"query": "Kai"}, caller="forgetful:chat")
+    assert blocked.status_code == 409
+    err = error_of(blocked)
+    assert err["code"] == "feedback_owed" and err["details"]["trace_ids"] == [result["trace_id"]]
+    assert {o["grain_id"] for o in err["details"]["owed"]} == {g["id"] for g in result["grains"]}
+    assert api.post("/retrieve", {"query": "Kai"}, caller="diligent:chat").status_code == 200
+    for grain in result["grains"]:
+        api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": grain["id"], "useful": True},
+                 caller="forgetful:chat")
+    assert api.post("/retrieve", {"query": "Kai"}, caller="forgetful:chat").status_code == 200
+
+
+def test_feedback_enforcement_lifts_after_the_max_block_time(api, flux_settings):
+    flux_settings(FEEDBACK_ENFORCEMENT_GRACE_SECONDS=0, FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS=3600)
+    result = _store_and_retrieve(api, caller="forgetful:chat")
+    assert api.post("/retrieve", {"query": "Kai"}, caller="forgetful:chat").status_code == 409
+    Trace.objects.filter(pk=result["trace_id"]).update(created_at=timezone.now() - timedelta(hours=2))
+    assert api.post("/retrieve", {"query": "Kai"}, caller="forgetful:chat").status_code == 200
+
+
+def test_feedback_enforcement_waits_for_the_grace_period(api):
+    _store_and_retrieve(api, caller="new:chat")
+    assert api.post("/retrieve", {"query": "Kai"}, caller="new:chat").status_code == 200
+
+
+# --- the write queue ---------------------------------------------------------------------------------
+
+def test_a_full_write_queue_answers_503_with_retry_after(api, flux_settings, blocked_writes):
+    flux_settings(MAX_WRITE_QUEUE_DEPTH=2)
+    blocked_writes(2)
+    response = api.post("/store", {"content": "waits its turn"})
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert error_of(response)["code"] == "overloaded"
+    assert api.get("/health").json()["queues"]["write"] == 2  # reads still answer while writes are stuck
+
+
+# --- reads -------------------------------------------------------------------------------------------
+
+def test_grain_listing_filters_and_pages(api):
+    api.post("/store/batch", {"items": [{"content": f"note {i}"} for i in range(5)]})
+    Grain.objects.filter(content="note 0").update(status="dormant")
+    page = api.get("/grains", status="active", limit=2, offset=1).json()
+    assert [g["content"] for g in page["grains"]] == ["note 3", "note 2"]
+    assert [g["content"] for g in api.get("/grains", status="dormant").json()["grains"]] == ["note 0"]
+    for params, field in [({"status": "sleepy"}, "status"), ({"limit": "x"}, "limit"), ({"limit": 0}, "limit"),
+                          ({"offset": -1}, "offset")]:
+        response = api.get("/grains", **params)
+        assert response.status_code == 400 and error_of(response)["details"]["field"] == field
+
+
+def test_grain_detail_has_conduits_confidence_history_and_traces(api):
+    result = _store_and_retrieve(api)
+    top = result["grains"][0]["id"]
+    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    api.post("/store", {"content": "Kai drinks oat milk"})
+    detail = api.get(f"/grains/{top}").json()
+    assert detail["conduits"] and detail["conduits"][0]["kind"] == "association"
+    assert [h["reason"] for h in detail["confidence_history"]] == ["prior:ai_stated", "corroborated"]
+    assert detail["traces"][0]["trace_id"] == result["trace_id"] and detail["traces"][0]["useful"] is True
+    assert api.get("/grains/424242").status_code == 404
+    assert api.get("/traces/424242").status_code == 404
+
+
+def test_callers_show_counts_and_feedback_compliance(api):
+    result = _store_and_retrieve(api, caller="agent:chat")
+    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": result["grains"][0]["id"], "useful": True})
+    callers = {f"{c['client']}:{c['role']}": c for c in api.get("/callers").json()["callers"]}
+    agent = callers["agent:chat"]
+    assert (agent["retrievals"], agent["returned"], agent["rated"]) == (1, len(result["grains"]), 1)
+    assert agent["feedback_compliance"] == round(1 / len(result["grains"]), 4)
+    assert Caller.objects.filter(client="tester").get().stored == 2
+
+
+def test_health_counts_grains_conduits_and_queues(api):
+    _store_and_retrieve(api)
+    health = api.get("/health").json()
+    assert health["status"] == "ok" and health["grains"]["active"] == 2 and health["grains"]["total"] == 2
+    assert health["conduits"]["total"] >= 1 and set(health["queues"]) == {"write", "feedback_pending"}
+
+
+def test_openapi_describes_every_endpoint(api):
+    schema = api.get("/openapi.json").json()
+    assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
+                                    "/grains/{grain_id}", "/traces/{trace_id}", "/callers"}
