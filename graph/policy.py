@@ -1,6 +1,8 @@
 """Algorithm parameters built from the Flux settings table."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from fluxsite.conf import flux_setting as S
 from graph.algorithms.decay import DecayPolicy
 from graph.algorithms.propagation import PropagationParams
@@ -30,3 +32,14 @@ def propagation_params() -> PropagationParams:
         max_frontier=S("MAX_FRONTIER"),
         relay={"active": 1.0, "dormant": S("DORMANT_RELAY")},
     )
+
+
+def grain_weight_now(grain, now: datetime) -> float:  # noqa: ANN001 - a Grain
+    """The grain's weight with lazy decay applied up to ``now``."""
+    return decay_policy().grain_weight(grain.weight, grain.tier, grain.last_decayed_at.timestamp(), now.timestamp())
+
+
+def conduit_weight_now(conduit, now: datetime) -> float:  # noqa: ANN001 - a Conduit
+    """The conduit's weight with lazy decay (after its grace period) applied up to ``now``."""
+    return decay_policy().conduit_weight(conduit.weight, conduit.created_at.timestamp(),
+                                         conduit.last_decayed_at.timestamp(), now.timestamp())

@@ -58,3 +58,52 @@ def postgres_server() -> Iterator[str]:
     finally:
         run(f"{bindir}/pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(base, ignore_errors=True)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def wait_for_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before answering {url}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+@contextmanager
+def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
+    """The real service under daphne on a free loopback port; yields (base URL, log file)."""
+    import sys
+
+    environ = {**os.environ, "FLUX_DATA_DIR": str(data_dir), **env}
+    environ.pop("DJANGO_SETTINGS_MODULE", None)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=environ, check=True,
+                   capture_output=True, timeout=300)
+    port = free_port()
+    log = data_dir / "daphne.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                 "fluxsite.asgi:application"], cwd=ROOT, env=environ, stdout=out,
+                                stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(base + "/health", proc=proc)
+        yield base, log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

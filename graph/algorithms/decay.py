@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 
 def decayed(value: float, *, floor: float, elapsed_seconds: float, half_life_seconds: float) -> float:
@@ -31,23 +31,18 @@ def recency_factor(age_seconds: float, *, half_life_seconds: float, floor: float
 
 @dataclass(frozen=True)
 class DecayPolicy:
-    """How grain and conduit weights fade with time (all durations in seconds)."""
+    """How grain and conduit weights fade with time. Times are epoch seconds, durations seconds."""
 
     floor: float
     tier_half_lives: Mapping[str, float]
     conduit_half_life: float
     conduit_grace: float
 
-    def grain_weight(self, weight: float, tier: str, last_decayed_at: datetime, now: datetime) -> float:
-        return decayed(
-            weight,
-            floor=self.floor,
-            elapsed_seconds=elapsed(last_decayed_at, now),
-            half_life_seconds=self.tier_half_lives[tier],
-        )
+    def grain_weight(self, weight: float, tier: str, decayed_at: float, now: float) -> float:
+        return decayed(weight, floor=self.floor, elapsed_seconds=now - decayed_at,
+                       half_life_seconds=self.tier_half_lives[tier])
 
-    def conduit_weight(self, weight: float, created_at: datetime, last_decayed_at: datetime, now: datetime) -> float:
-        start = max(last_decayed_at, created_at + timedelta(seconds=self.conduit_grace))
-        return decayed(
-            weight, floor=self.floor, elapsed_seconds=elapsed(start, now), half_life_seconds=self.conduit_half_life
-        )
+    def conduit_weight(self, weight: float, created_at: float, decayed_at: float, now: float) -> float:
+        start = max(decayed_at, created_at + self.conduit_grace)
+        return decayed(weight, floor=self.floor, elapsed_seconds=now - start,
+                       half_life_seconds=self.conduit_half_life)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from fluxsite.conf import flux_setting as S
 from graph.algorithms.learning import clamp, reinforce
 from graph.models import DIRECTED_KINDS, Conduit, ConduitKind
-from graph.policy import decay_policy
+from graph.policy import conduit_weight_now
 from graph.search import entry_search
 from graph.selectors import RETRIEVABLE
 from grains.models import Grain
@@ -77,7 +77,7 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
             last_used_at=now,
         )
         return conduit, True
-    current = decay_policy().conduit_weight(conduit.weight, conduit.created_at, conduit.last_decayed_at, now)
+    current = conduit_weight_now(conduit, now)
     conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
     conduit.last_decayed_at = conduit.last_used_at = now
     conduit.save(update_fields=["weight", "last_decayed_at", "last_used_at"])

@@ -8,8 +8,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
-from graph.policy import decay_policy
+from graph.policy import grain_weight_now
 from grains.activity import activity_record_many
+from grains.bulk import bulk_set
 from grains.models import Grain, Status
 
 
@@ -28,7 +29,6 @@ def decay_sweep(*, now: datetime | None = None, batch_size: int = 1000) -> Sweep
     Cost: O(grains), in batches of ``batch_size``.
     """
     now = now or timezone.now()
-    policy = decay_policy()
     idle_since = now - timedelta(days=S("DORMANT_AFTER_DAYS"))
     examined = demoted = 0
     last_id = 0
@@ -40,7 +40,7 @@ def decay_sweep(*, now: datetime | None = None, batch_size: int = 1000) -> Sweep
                 break
             events = []
             for grain in batch:
-                grain.weight = policy.grain_weight(grain.weight, grain.tier, grain.last_decayed_at, now)
+                grain.weight = grain_weight_now(grain, now)
                 grain.last_decayed_at = now
                 too_weak = grain.weight < S("DORMANT_WEIGHT")
                 if grain.status == Status.ACTIVE and (too_weak or grain.last_accessed_at < idle_since):
@@ -48,7 +48,7 @@ def decay_sweep(*, now: datetime | None = None, batch_size: int = 1000) -> Sweep
                     reason = "weight below DORMANT_WEIGHT" if too_weak else "not accessed for DORMANT_AFTER_DAYS"
                     events.append(("grains.grain_demoted", {"grain_id": grain.pk, "reason": reason,
                                                             "weight": round(grain.weight, 4)}))
-            Grain.objects.bulk_update(batch, ["weight", "last_decayed_at", "status"])
+            bulk_set(Grain, ["weight", "last_decayed_at", "status"], batch)
             activity_record_many(events, now=now)
         examined += len(batch)
         demoted += len(events)

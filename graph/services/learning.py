@@ -10,9 +10,10 @@ from django.utils import timezone
 from fluxsite.conf import flux_setting as S
 from graph.algorithms.learning import penalise, reinforce
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
-from graph.policy import decay_policy
+from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen
 from grains.activity import activity_record
+from grains.bulk import bulk_set
 from grains.callers import caller_resolve
 from grains.errors import Conflict, InvalidInput, NotFound
 from grains.models import Caller, Grain, Status, Tier
@@ -100,7 +101,7 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
 
 
 def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
-    current = decay_policy().grain_weight(grain.weight, grain.tier, grain.last_decayed_at, now)
+    current = grain_weight_now(grain, now)
     if useful:
         grain.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
         grain.useful_count += 1
@@ -120,10 +121,9 @@ def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
 
 
 def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:
-    policy = decay_policy()
     conduits = list(Conduit.objects.filter(pk__in=conduit_ids))
     for conduit in conduits:
-        current = policy.conduit_weight(conduit.weight, conduit.created_at, conduit.last_decayed_at, now)
+        current = conduit_weight_now(conduit, now)
         if useful:
             conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
             conduit.useful_uses += 1
@@ -131,7 +131,7 @@ def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:
             conduit.weight = penalise(current, factor=S("DECAY_FACTOR"), lower=S("WEIGHT_MIN"))
         conduit.uses += 1
         conduit.last_decayed_at = conduit.last_used_at = now
-    Conduit.objects.bulk_update(conduits, ["weight", "useful_uses", "uses", "last_decayed_at", "last_used_at"])
+    bulk_set(Conduit, ["weight", "useful_uses", "uses", "last_decayed_at", "last_used_at"], conduits)
 
 
 def _co_useful(item: TraceItem, now: datetime) -> list[dict]:

@@ -11,10 +11,11 @@ from django.utils import timezone
 from fluxsite.conf import flux_setting as S
 from graph.algorithms.propagation import Activation, normalise_scores, propagate, rank
 from graph.models import Trace, TraceItem
-from graph.policy import DAY, decay_policy, propagation_params
+from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
 from graph.selectors import RETRIEVABLE, conduit_neighbours, feedback_owed, grain_rank_inputs, grains_by_id
 from grains.activity import activity_record
+from grains.bulk import bulk_set
 from grains.callers import caller_resolve
 from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
@@ -154,13 +155,12 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
 def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:
     """Count the retrieval, write the decayed weight back, wake dormant grains."""
     grains = grains_by_id(ids)
-    policy = decay_policy()
     for grain in grains.values():
-        grain.weight = policy.grain_weight(grain.weight, grain.tier, grain.last_decayed_at, now)
+        grain.weight = grain_weight_now(grain, now)
         grain.last_decayed_at = grain.last_accessed_at = now
         grain.retrievals += 1
         if grain.status == Status.DORMANT:
             grain.status = Status.ACTIVE
             activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "retrieved"}, now=now)
-    Grain.objects.bulk_update(grains.values(), ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status"])
+    bulk_set(Grain, ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status"], grains.values())
     return grains

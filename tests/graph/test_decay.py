@@ -1,8 +1,6 @@
 """DB-free tests of lazy decay."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from graph.algorithms.decay import DecayPolicy, decayed, recency_factor
@@ -26,14 +24,15 @@ def test_no_decay_without_time_or_below_the_floor():
     assert decayed(0.04, floor=0.05, elapsed_seconds=DAY, half_life_seconds=DAY) == 0.04
 
 
-def test_policy_uses_the_tier_half_life_and_conduit_grace(t0):
+def test_policy_uses_the_tier_half_life_and_conduit_grace():
     policy = DecayPolicy(floor=0.05, tier_half_lives={"core": 30 * DAY, "working": 7 * DAY, "ephemeral": 2 * DAY},
                          conduit_half_life=14 * DAY, conduit_grace=3 * DAY)
-    later = t0 + timedelta(days=7)
+    t0 = 1_700_000_000.0
+    later = t0 + 7 * DAY
     assert policy.grain_weight(0.55, "working", t0, later) == pytest.approx(0.3)
     assert policy.grain_weight(0.55, "core", t0, later) > policy.grain_weight(0.55, "working", t0, later)
-    assert policy.conduit_weight(0.5, t0, t0, t0 + timedelta(days=3)) == 0.5
-    assert policy.conduit_weight(0.5, t0, t0, t0 + timedelta(days=17)) == pytest.approx(0.275)
+    assert policy.conduit_weight(0.5, t0, t0, t0 + 3 * DAY) == 0.5
+    assert policy.conduit_weight(0.5, t0, t0, t0 + 17 * DAY) == pytest.approx(0.275)
 
 
 def test_recency_factor_falls_from_one_to_its_floor():
