@@ -28,7 +28,9 @@ SETTINGS: list[Setting] = [
         ("MAX_QUERY_CHARS", 2000, "Longest query accepted, in characters."),
         ("ENTRY_POINTS", 50, "Lexical hits taken as entry points of a retrieval."),
         ("ENTRY_RELAY", 20, "Best entry points that relay signal to their neighbours."),
-        ("QUERY_MAX_TERMS", 24, "Distinct query terms kept for the full-text match."),
+        ("QUERY_MAX_TERMS", 24, "Most query terms matched, the rarest first."),
+        ("COMMON_TERM_FRACTION", 0.05, "A query term in more than this fraction of grains (and COMMON_TERM_MIN_DOCS) is not matched, unless no other is left."),
+        ("COMMON_TERM_MIN_DOCS", 2000, "Terms in fewer grains than this are always matched (small memories match every term)."),
         ("ATTENUATION", 0.85, "Signal kept per hop, multiplied with the conduit weight."),
         ("MAX_HOPS", 3, "Hops the signal may travel from an entry point."),
         ("ACTIVATION_THRESHOLD", 0.05, "Relayed signal below this (top entry = 1.0) is pruned."),
@@ -77,6 +79,7 @@ SETTINGS: list[Setting] = [
         ("MAX_CONTENT_CHARS", 4000, "Longest grain content accepted, in characters."),
         ("MAX_GRAINS_PER_CALL", 100, "Most grains in one batch store."),
         ("STORE_LINK_NEIGHBOURS", 3, "Lexical neighbours a new grain is linked to by association conduits."),
+        ("STORE_LINK_TERMS", 8, "Rarest terms of a new grain used to find its lexical neighbours."),
         ("STORE_LINK_MIN_SIMILARITY", 0.25, "Least lexical similarity (neighbour score / self score) for such a link."),
         ("LEXICAL_CONDUIT_WEIGHT", 0.3, "Weight of a lexical-neighbour conduit at similarity 1.0 (scaled by similarity)."),
         ("CONTEXT_LINKS", 2, "Previous grains of the same context a new grain is linked to."),
@@ -104,5 +107,19 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+def _rewrite_readme(path: str) -> None:
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("\n", text.index("<!-- settings:start")) + 1
+    end = text.index("<!-- settings:end -->")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text[:start] + markdown_table() + "\n" + text[end:])
+
+
 if __name__ == "__main__":
-    print(markdown_table())
+    import sys
+
+    if sys.argv[1:2] == ["--readme"]:
+        _rewrite_readme(sys.argv[2] if len(sys.argv) > 2 else "README.md")
+    else:
+        print(markdown_table())

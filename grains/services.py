@@ -12,14 +12,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from fluxsite.conf import flux_setting as S
-from grains.activity import activity_record
+from grains.activity import activity_record, activity_record_many
 from grains.callers import caller_resolve
 from grains.content import content_hash, normalise
 from grains.errors import InvalidInput, NotFound, Tombstoned
 from grains.limits import grains_rate_slot
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Status, Tombstone
 from grains.validate import require_id
-from graph.services.conduits import conduits_link_new_grain
+from graph.services.conduits import conduits_link_new_grains
 
 PROVENANCES = [p.value for p in Provenance]
 _FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
@@ -113,45 +113,61 @@ def _corroborate(grain: Grain, now: datetime) -> Grain:
     return grain
 
 
-def _store_one(item: StoreItem, caller: Caller, now: datetime, index: int | None) -> StoreResult:
-    existing = Grain.objects.filter(content_hash=item.content_hash).first()
-    if existing is not None:
-        return StoreResult(_corroborate(existing, now), created=False)
-    tomb = Tombstone.objects.filter(content_hash=item.content_hash).first()
-    if tomb is not None:
-        if not item.restore:
-            details = {"tombstone_id": tomb.pk, "forgotten_grain_id": tomb.grain_id, "reason": tomb.reason}
-            if index is not None:
-                details["index"] = index
-            raise Tombstoned(
-                f"this content was forgotten ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; "
-                "store it with restore=true to bring it back",
-                details=details,
-            )
-        tomb.delete()
-    grain = Grain.objects.create(
-        content=item.content,
-        content_hash=item.content_hash,
-        provenance=item.provenance,
-        confidence=_prior(item.provenance),
-        weight=S("INITIAL_GRAIN_WEIGHT"),
-        context=item.context,
-        occurred_at=item.occurred_at,
-        created_at=now,
-        last_accessed_at=now,
-        last_decayed_at=now,
-        caller=caller,
+def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
+    details = {"tombstone_id": tomb.pk, "forgotten_grain_id": tomb.grain_id, "reason": tomb.reason}
+    if index is not None:
+        details["index"] = index
+    return Tombstoned(
+        f"{'item %d: ' % index if index is not None else ''}this content was forgotten ({tomb.reason}) on "
+        f"{tomb.created_at:%Y-%m-%d}; store it with restore=true to bring it back",
+        details=details,
     )
-    ConfidenceEvent.objects.create(grain=grain, confidence=grain.confidence, reason=f"prior:{grain.provenance}",
-                                   created_at=now)
-    linked = conduits_link_new_grain(grain, now=now)
-    activity_record(
-        "grains.grain_stored",
-        {"grain_id": grain.pk, "provenance": grain.provenance, "caller": str(caller), "linked": linked,
-         "restored": tomb is not None},
-        now=now,
-    )
-    return StoreResult(grain, created=True, restored=tomb is not None)
+
+
+def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool) -> list[StoreResult]:
+    """Store ``items`` in order inside the caller's transaction: two lookups, then bulk inserts.
+
+    Known content is corroborated (also a repeat within the batch); tombstoned
+    content raises before anything is written unless the item asks to restore.
+    """
+    hashes = [item.content_hash for item in items]
+    known = {g.content_hash: g for g in Grain.objects.filter(content_hash__in=hashes)}
+    tombs = {t.content_hash: t for t in Tombstone.objects.filter(content_hash__in=hashes)}
+    new: list[Grain] = []
+    plan: list[tuple[Grain, bool]] = []  # (grain, created), in item order
+    restored: set[str] = set()
+    for index, item in enumerate(items):
+        grain = known.get(item.content_hash)
+        if grain is not None:
+            plan.append((grain, False))
+            continue
+        tomb = tombs.get(item.content_hash)
+        if tomb is not None:
+            if not item.restore:
+                raise _tombstoned(tomb, None if single else index)
+            restored.add(item.content_hash)
+        grain = Grain(content=item.content, content_hash=item.content_hash, provenance=item.provenance,
+                      confidence=_prior(item.provenance), weight=S("INITIAL_GRAIN_WEIGHT"), context=item.context,
+                      occurred_at=item.occurred_at, created_at=now, last_accessed_at=now, last_decayed_at=now,
+                      caller=caller)
+        known[item.content_hash] = grain
+        new.append(grain)
+        plan.append((grain, True))
+    if restored:
+        Tombstone.objects.filter(content_hash__in=restored).delete()
+    Grain.objects.bulk_create(new)
+    ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
+                                                         reason=f"prior:{g.provenance}", created_at=now) for g in new])
+    linked = conduits_link_new_grains(new, now=now)
+    activity_record_many([("grains.grain_stored", {
+        "grain_id": g.pk, "provenance": g.provenance, "caller": str(caller), "linked": linked.get(g.pk, 0),
+        "restored": g.content_hash in restored}) for g in new], now=now)
+    results = []
+    for grain, created in plan:
+        if not created:
+            grain = _corroborate(grain, now)
+        results.append(StoreResult(grain, created=created, restored=created and grain.content_hash in restored))
+    return results
 
 
 def grain_store(
@@ -200,7 +216,7 @@ def grain_store_batch(
     now = now or timezone.now()
     who = caller_resolve(caller, now=now)
     with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
-        results = [_store_one(item, who, now, None if _single else index) for index, item in enumerate(checked)]
+        results = _store_all(checked, who, now, _single)
         Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
         return results
 

@@ -10,7 +10,9 @@ from typing import Protocol
 
 from django.db import connection
 
-from graph.algorithms.text import fts5_match, terms
+from fluxsite.conf import flux_setting as S
+
+from graph.algorithms.text import fts5_or, rare_terms, terms
 
 
 class EntrySearch(Protocol):
@@ -19,21 +21,63 @@ class EntrySearch(Protocol):
 
 
 class Fts5Search:
-    """SQLite FTS5 with BM25 (porter stemming), kept in sync by triggers."""
+    """SQLite FTS5 with BM25 (porter stemming), kept in sync by triggers.
+
+    Only the query's rare terms are matched (see ``rare_terms``): the index's
+    own tokenizer stems the words in a per-connection scratch table, and the
+    vocabulary table gives their document frequencies, so a query never pays
+    for scanning the postings of words found in most grains.
+    """
+
+    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0) -> None:
+        self.max_doc_fraction = max_doc_fraction
+        self.min_docs = min_docs
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
-        match = fts5_match(query, max_terms)
-        if match is None or not statuses:
+        words = terms(query, max_terms=64)
+        if not words or not statuses:
             return []
-        marks = ",".join("%s" for _ in statuses)
-        sql = (
-            "SELECT f.rowid, -bm25(grain_fts) AS score FROM grain_fts f "
-            "JOIN grains_grain g ON g.id = f.rowid "
-            f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY bm25(grain_fts) LIMIT %s"
-        )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [match, *statuses, limit])
+            chosen = self._choose(cursor, words, max_terms)
+            if not chosen:
+                return []
+            match = fts5_or(chosen)
+            marks = ",".join("%s" for _ in statuses)
+            cursor.execute(
+                "SELECT f.rowid, -bm25(grain_fts) AS score FROM grain_fts f "
+                "JOIN grains_grain g ON g.id = f.rowid "
+                f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY bm25(grain_fts) LIMIT %s",
+                [match, *statuses, limit],
+            )
             return [(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()]
+
+    def _choose(self, cursor, words: list[str], max_terms: int) -> list[str]:  # noqa: ANN001 - a DB cursor
+        _ensure_probe(cursor)
+        cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(words, 1)))
+        cursor.execute("SELECT doc, term FROM temp.flux_probe_vocab")
+        stems = {words[doc - 1]: term for doc, term in cursor.fetchall()}
+        cursor.execute("DELETE FROM temp.flux_probe")
+        unique = sorted(set(stems.values()))
+        if not unique:
+            return []
+        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(unique))})",
+                       unique)
+        doc_freq = dict(cursor.fetchall())
+        cursor.execute("SELECT max(id) FROM grains_grain")
+        total = cursor.fetchone()[0] or 0
+        return rare_terms(words, stems, doc_freq, max_terms=max_terms,
+                          max_docs=max(self.max_doc_fraction * total, self.min_docs))
+
+
+def _ensure_probe(cursor) -> None:  # noqa: ANN001 - a DB cursor
+    """Per-connection scratch tables that stem words with the index's own tokenizer.
+
+    Checked on every use (microseconds): a rolled-back transaction takes them away.
+    """
+    cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe USING fts5("
+                   "w, tokenize='porter unicode61 remove_diacritics 2')")
+    cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe_vocab USING fts5vocab("
+                   "temp, flux_probe, 'instance')")
 
 
 class PostgresSearch:
@@ -58,4 +102,6 @@ class PostgresSearch:
 
 def entry_search() -> EntrySearch:
     """The backend for the current database."""
-    return PostgresSearch() if connection.vendor == "postgresql" else Fts5Search()
+    if connection.vendor == "postgresql":
+        return PostgresSearch()
+    return Fts5Search(S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -13,11 +12,7 @@ from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from fluxsite.net import free_port, wait_for_http
 
 
 def require_binary(path: str | None, what: str, install: str) -> str:
@@ -61,23 +56,6 @@ def postgres_server() -> Iterator[str]:
 
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def wait_for_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
-    import time
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before answering {url}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, ConnectionError, OSError):
-            time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
 @contextmanager

@@ -12,7 +12,7 @@ README = (ROOT / "README.md").read_text()
 def test_settings_table_is_the_generated_one():
     start = README.index("<!-- settings:start")
     body = README[README.index("\n", start) + 1 : README.index("<!-- settings:end -->")].strip()
-    assert body == markdown_table(), "README settings table is stale: paste `python -m fluxsite.defaults`"
+    assert body == markdown_table(), "README settings table is stale: run `python -m fluxsite.defaults --readme`"
 
 
 def test_quick_start_commands_exist():

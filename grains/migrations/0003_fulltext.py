@@ -1,7 +1,8 @@
 """Full-text index over grain content, kept in sync by the database itself.
 
 SQLite: an external-content FTS5 table (porter stemming) maintained by triggers;
-archived grains are left out of it, so they can never be found. PostgreSQL: a
+archived grains are left out of it, so they can never be found. A vocabulary
+table beside it gives each term's document frequency. PostgreSQL: a
 GIN index over ``to_tsvector('english', content)``.
 """
 from django.db import migrations
@@ -10,6 +11,8 @@ SQLITE_UP = [
     """CREATE VIRTUAL TABLE grain_fts USING fts5(
         content, content='grains_grain', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
     )""",
+    # Document frequency of every indexed term, to choose the rare terms of a query.
+    "CREATE VIRTUAL TABLE grain_fts_vocab USING fts5vocab(grain_fts, 'row')",
     """CREATE TRIGGER grain_fts_insert AFTER INSERT ON grains_grain
        WHEN new.status != 'archived' BEGIN
          INSERT INTO grain_fts(rowid, content) VALUES (new.id, new.content);
@@ -30,6 +33,7 @@ SQLITE_DOWN = [
     "DROP TRIGGER IF EXISTS grain_fts_update",
     "DROP TRIGGER IF EXISTS grain_fts_delete",
     "DROP TRIGGER IF EXISTS grain_fts_insert",
+    "DROP TABLE IF EXISTS grain_fts_vocab",
     "DROP TABLE IF EXISTS grain_fts",
 ]
 POSTGRES_UP = [

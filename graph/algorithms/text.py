@@ -37,9 +37,21 @@ def terms(text: str, max_terms: int) -> list[str]:
     return [w for w in seen if w]
 
 
-def fts5_match(text: str, max_terms: int) -> str | None:
-    """An FTS5 MATCH expression OR-ing the quoted terms of ``text`` (None when it has none)."""
-    found = terms(text, max_terms)
-    if not found:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in found)
+def fts5_or(words: list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing ``words``, each quoted so no query syntax survives."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def rare_terms(
+    words: list[str], stems: dict[str, str], doc_freq: dict[str, int], *, max_terms: int, max_docs: float,
+) -> list[str]:
+    """The words worth matching: known to the index, rarest first, at most ``max_terms``.
+
+    Words whose stem occurs in more than ``max_docs`` grains are dropped (they
+    rank little and cost the most), unless nothing else is left, in which case
+    the single rarest is kept. Words the index has never seen are dropped:
+    they can match nothing.
+    """
+    known = sorted((doc_freq[stems[w]], i, w) for i, w in enumerate(words) if stems.get(w) in doc_freq)
+    chosen = [w for df, _, w in known if df <= max_docs][:max_terms]
+    return chosen or [w for _, _, w in known[:1]]

@@ -22,7 +22,7 @@ def _lexical_neighbours(grain: Grain) -> dict[int, float]:
     want = S("STORE_LINK_NEIGHBOURS")
     if want <= 0:
         return {}
-    hits = entry_search().search(grain.content, limit=want + 1, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
+    hits = entry_search().search(grain.content, limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
     if not hits:
         return {}
     reference = dict(hits).get(grain.pk) or hits[0][1]
@@ -46,21 +46,28 @@ def _context_neighbours(grain: Grain) -> list[int]:
     return [pk for pk, occurred, created in rows if abs(when - (occurred or created)) <= gap]
 
 
-def conduits_link_new_grain(grain: Grain, *, now: datetime) -> int:
-    """Association conduits from a new grain to its lexical and context neighbours; returns how many."""
-    weights: dict[int, float] = {}
-    for gid, sim in _lexical_neighbours(grain).items():
-        weights[gid] = S("LEXICAL_CONDUIT_WEIGHT") * sim
-    for gid in _context_neighbours(grain):
-        weights[gid] = max(weights.get(gid, 0.0), S("CONTEXT_CONDUIT_WEIGHT"))
+def conduits_link_new_grains(grains: list[Grain], *, now: datetime) -> dict[int, int]:
+    """Association conduits from new grains to their lexical and context neighbours, in one insert.
+
+    Returns how many links each grain got. A pair found twice keeps its strongest weight.
+    """
     lo, hi = S("WEIGHT_MIN"), S("WEIGHT_MAX")
-    rows = []
-    for gid, weight in weights.items():
-        source, target = _ends(grain.pk, gid, ConduitKind.ASSOCIATION)
-        rows.append(Conduit(source_id=source, target_id=target, kind=ConduitKind.ASSOCIATION,
-                            weight=clamp(weight, lo, hi), created_at=now, last_decayed_at=now))
-    Conduit.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+    pairs: dict[tuple[int, int], float] = {}
+    linked: dict[int, int] = {}
+    for grain in grains:
+        weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in _lexical_neighbours(grain).items()}
+        for gid in _context_neighbours(grain):
+            weights[gid] = max(weights.get(gid, 0.0), S("CONTEXT_CONDUIT_WEIGHT"))
+        for gid, weight in weights.items():
+            key = _ends(grain.pk, gid, ConduitKind.ASSOCIATION)
+            pairs[key] = max(pairs.get(key, 0.0), clamp(weight, lo, hi))
+        linked[grain.pk] = len(weights)
+    Conduit.objects.bulk_create(
+        [Conduit(source_id=a, target_id=b, kind=ConduitKind.ASSOCIATION, weight=w, created_at=now, last_decayed_at=now)
+         for (a, b), w in pairs.items()],
+        ignore_conflicts=True,
+    )
+    return linked
 
 
 def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: datetime) -> tuple[Conduit, bool]:

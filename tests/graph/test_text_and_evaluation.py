@@ -1,7 +1,7 @@
 """DB-free tests of query terms, content hashing and evaluation scoring."""
 from __future__ import annotations
 
-from graph.algorithms.text import fts5_match, terms
+from graph.algorithms.text import fts5_or, rare_terms, terms
 from graph.evaluation import Scores, questions, session_time, turns
 from grains.content import content_hash, normalise
 
@@ -14,9 +14,19 @@ def test_terms_keep_stopwords_when_nothing_else_is_left():
     assert terms("Who is she?", 10) == ["who", "is", "she"]
 
 
-def test_fts5_match_quotes_every_term_and_survives_syntax():
-    assert fts5_match('NEAR(a "b") OR c*', 10) == '"near" OR "b" OR "c"'
-    assert fts5_match("?!", 10) is None
+def test_fts5_or_quotes_every_term_so_no_syntax_survives():
+    assert fts5_or(terms('NEAR(a "b") OR c*', 10)) == '"near" OR "b" OR "c"'
+    assert fts5_or(['say"hi']) == '"say""hi"'
+
+
+def test_rare_terms_keep_the_rarest_known_words_and_drop_common_ones():
+    words = ["caroline", "support", "group", "zebra"]
+    stems = {"caroline": "carolin", "support": "support", "group": "group", "zebra": "zebra"}
+    freq = {"carolin": 900, "support": 12, "group": 40}
+    assert rare_terms(words, stems, freq, max_terms=5, max_docs=100) == ["support", "group"]
+    assert rare_terms(words, stems, freq, max_terms=1, max_docs=100) == ["support"]
+    assert rare_terms(["caroline"], stems, freq, max_terms=5, max_docs=100) == ["caroline"]
+    assert rare_terms(["zebra"], stems, freq, max_terms=5, max_docs=100) == []
 
 
 def test_content_hash_ignores_case_and_spacing():

@@ -1,0 +1,125 @@
+"""Store throughput and retrieve latency on N synthetic grains, against a raw FTS5 floor."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+from tqdm import tqdm
+
+from fluxsite.conf import flux_setting as S
+from fluxsite.instance import temporary_database
+from fluxsite.net import free_port, wait_for_http
+from graph.search import Fts5Search
+from graph.selectors import RETRIEVABLE
+from graph.services import grain_retrieve
+from graph.synthetic import Corpus
+from grains.services import grain_store, grain_store_batch
+
+CALLER = "flux-bench:test"
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    cuts = statistics.quantiles(samples_ms, n=100, method="inclusive") if len(samples_ms) > 1 else samples_ms * 99
+    return {"p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3)}
+
+
+def timed(calls: list[Callable[[], object]], desc: str) -> list[float]:
+    out = []
+    for call in tqdm(calls, desc=desc, unit="q", file=sys.stderr):
+        start = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+class Command(BaseCommand):
+    help = "Benchmark store throughput and retrieve latency (in-process and HTTP) on N synthetic grains."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--grains", type=int, default=10000, help="grains to load (default 10000)")
+        parser.add_argument("--queries", type=int, default=500, help="retrievals to time per method (default 500)")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+
+    def handle(self, *args, **opts) -> None:
+        if opts["grains"] < 200 or opts["queries"] < 10:
+            raise CommandError("--grains must be at least 200 and --queries at least 10")
+        with temporary_database() as path:
+            result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
+        for key, value in result.items():
+            self.stdout.write(f"{key:>26}: {value}")
+        if opts["json"]:
+            self.stdout.write(json.dumps(result))
+
+
+def bench(n: int, q: int, seed: int, folder: Path) -> dict:
+    corpus = Corpus(seed=seed)
+    singles = min(500, n // 10)
+    grains = list(corpus.grains(n + singles))
+    cap = S("MAX_GRAINS_PER_CALL")
+    start = time.perf_counter()
+    with tqdm(total=n, desc="batch store", unit="grain", file=sys.stderr) as bar:
+        for i in range(0, n, cap):
+            chunk = grains[i : min(i + cap, n)]
+            grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
+                                     for g in chunk], caller=CALLER)
+            bar.update(len(chunk))
+    batch_rate = n / (time.perf_counter() - start)
+    single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
+                                               caller=CALLER) for g in grains[n:]], "single store")
+    queries = [corpus.query_about(corpus.rng.choice(grains).content) for _ in range(q)]
+    now = timezone.now()
+    search = Fts5Search()
+    floor = timed([lambda t=t: search.search(t, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
+                   for t in queries], "FTS5 floor")
+    inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
+                    for t in queries], "retrieve in-process")
+    http = http_latencies(queries, folder)
+    figures = {
+        "grains": n, "queries": q,
+        "store_batch_grains_per_s": round(batch_rate, 1),
+        "store_single_grains_per_s": round(1000 / statistics.mean(single_ms), 1),
+        "store_single_ms": percentiles(single_ms),
+        "fts5_floor_ms": percentiles(floor),
+        "retrieve_inprocess_ms": percentiles(inproc),
+        "retrieve_http_ms": percentiles(http),
+    }
+    for name in ("retrieve_inprocess_ms", "retrieve_http_ms"):
+        figures[name.replace("_ms", "_to_floor")] = {
+            k: round(figures[name][k] / max(figures["fts5_floor_ms"][k], 1e-6), 2) for k in ("p50", "p95", "p99")}
+    return figures
+
+
+def http_latencies(queries: list[str], folder: Path) -> list[float]:
+    """Start daphne on the benchmark's database (a free loopback port) and time POST /retrieve."""
+    port = free_port()
+    env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                             "fluxsite.asgi:application"], cwd=settings.BASE_DIR, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(base + "/health", proc=proc)
+
+        def ask(text: str) -> None:
+            body = json.dumps({"query": text, "limit": 10}).encode()
+            request = urllib.request.Request(base + "/retrieve", data=body, method="POST", headers={
+                "Content-Type": "application/json", "X-Caller-Id": CALLER})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+        return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
