@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class GraphConfig(AppConfig):
     name = "graph"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the connection_created receiver before any connection opens.
+        from graph import search  # noqa: F401

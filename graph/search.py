@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from django.db import connection
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver
 
 from fluxsite.conf import flux_setting as S
 
@@ -52,7 +54,6 @@ class Fts5Search:
             return [(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()]
 
     def _choose(self, cursor, words: list[str], max_terms: int) -> list[str]:  # noqa: ANN001 - a DB cursor
-        _ensure_probe(cursor)
         cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(words, 1)))
         cursor.execute("SELECT doc, term FROM temp.flux_probe_vocab")
         stems = {words[doc - 1]: term for doc, term in cursor.fetchall()}
@@ -63,21 +64,27 @@ class Fts5Search:
         cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(unique))})",
                        unique)
         doc_freq = dict(cursor.fetchall())
-        cursor.execute("SELECT max(id) FROM grains_grain")
-        total = cursor.fetchone()[0] or 0
+        total = 0
+        if self.max_doc_fraction > 0:
+            cursor.execute("SELECT max(id) FROM grains_grain")  # the grain count, near enough, in O(log n)
+            total = cursor.fetchone()[0] or 0
         return rare_terms(words, stems, doc_freq, max_terms=max_terms,
                           max_docs=max(self.max_doc_fraction * total, self.min_docs))
 
 
-def _ensure_probe(cursor) -> None:  # noqa: ANN001 - a DB cursor
-    """Per-connection scratch tables that stem words with the index's own tokenizer.
+@receiver(connection_created)
+def create_probe_tables(sender, connection, **kwargs) -> None:  # noqa: ANN001 - Django signal arguments
+    """Scratch tables that stem words with the index's own tokenizer, once per new SQLite connection.
 
-    Checked on every use (microseconds): a rolled-back transaction takes them away.
+    Created outside any transaction, so no rollback takes them away.
     """
-    cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe USING fts5("
-                   "w, tokenize='porter unicode61 remove_diacritics 2')")
-    cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe_vocab USING fts5vocab("
-                   "temp, flux_probe, 'instance')")
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe USING fts5("
+                       "w, tokenize='porter unicode61 remove_diacritics 2')")
+        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe_vocab USING fts5vocab("
+                       "temp, flux_probe, 'instance')")
 
 
 class PostgresSearch:
@@ -100,8 +107,14 @@ class PostgresSearch:
             return [(gid, max(float(score), 1e-9)) for gid, score in cursor.fetchall()]
 
 
-def entry_search() -> EntrySearch:
-    """The backend for the current database."""
+def entry_search(*, max_docs: int | None = None) -> EntrySearch:
+    """The backend for the current database.
+
+    Terms in more grains than ``max_docs`` are not matched; by default the
+    limit is COMMON_TERM_FRACTION of the grains, at least COMMON_TERM_MIN_DOCS.
+    """
     if connection.vendor == "postgresql":
         return PostgresSearch()
+    if max_docs is not None:
+        return Fts5Search(0.0, max_docs)
     return Fts5Search(S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"))

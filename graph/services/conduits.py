@@ -22,7 +22,8 @@ def _lexical_neighbours(grain: Grain) -> dict[int, float]:
     want = S("STORE_LINK_NEIGHBOURS")
     if want <= 0:
         return {}
-    hits = entry_search().search(grain.content, limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
+    hits = entry_search(max_docs=S("STORE_LINK_MAX_DOCS")).search(
+        grain.content, limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
     if not hits:
         return {}
     reference = dict(hits).get(grain.pk) or hits[0][1]
@@ -31,19 +32,30 @@ def _lexical_neighbours(grain: Grain) -> dict[int, float]:
     return {gid: sim for gid, sim in list(found.items())[:want] if sim >= floor}
 
 
-def _context_neighbours(grain: Grain) -> list[int]:
-    """The previous CONTEXT_LINKS grains stored in the same context, close enough in time."""
+def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
+    """For each new grain, the previous CONTEXT_LINKS grains of its context that are close enough in time.
+
+    Grains earlier in the same batch come first; one query per context reaches
+    back to grains stored before the batch.
+    """
     count = S("CONTEXT_LINKS")
-    if not grain.context or count <= 0:
-        return []
+    if count <= 0:
+        return {}
     gap = timedelta(hours=S("CONTEXT_MAX_GAP_HOURS"))
-    when = grain.occurred_at or grain.created_at
-    rows = (
-        Grain.objects.filter(context=grain.context, pk__lt=grain.pk, status__in=RETRIEVABLE)
-        .order_by("-pk")
-        .values_list("pk", "occurred_at", "created_at")[:count]
-    )
-    return [pk for pk, occurred, created in rows if abs(when - (occurred or created)) <= gap]
+    earlier: dict[str, list[tuple[int, datetime]]] = {}
+    found: dict[int, list[int]] = {}
+    for grain in grains:
+        if not grain.context:
+            continue
+        if grain.context not in earlier:
+            rows = (Grain.objects.filter(context=grain.context, pk__lt=grain.pk, status__in=RETRIEVABLE)
+                    .order_by("-pk").values_list("pk", "occurred_at", "created_at")[:count])
+            earlier[grain.context] = [(pk, occurred or created) for pk, occurred, created in reversed(rows)]
+        when = grain.occurred_at or grain.created_at
+        chain = earlier[grain.context]
+        found[grain.pk] = [pk for pk, at in chain[-count:] if abs(when - at) <= gap]
+        chain.append((grain.pk, when))
+    return found
 
 
 def conduits_link_new_grains(grains: list[Grain], *, now: datetime) -> dict[int, int]:
@@ -54,9 +66,10 @@ def conduits_link_new_grains(grains: list[Grain], *, now: datetime) -> dict[int,
     lo, hi = S("WEIGHT_MIN"), S("WEIGHT_MAX")
     pairs: dict[tuple[int, int], float] = {}
     linked: dict[int, int] = {}
+    context = _context_neighbours(grains)
     for grain in grains:
         weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in _lexical_neighbours(grain).items()}
-        for gid in _context_neighbours(grain):
+        for gid in context.get(grain.pk, ()):
             weights[gid] = max(weights.get(gid, 0.0), S("CONTEXT_CONDUIT_WEIGHT"))
         for gid, weight in weights.items():
             key = _ends(grain.pk, gid, ConduitKind.ASSOCIATION)
