@@ -21,6 +21,11 @@ class EntrySearch(Protocol):
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         """Best ``limit`` (grain id, score) pairs among grains with one of ``statuses``."""
 
+    def search_many(
+        self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
+    ) -> list[list[tuple[int, float]]]:
+        """``search`` for each query, sharing what can be shared."""
+
 
 class Fts5Search:
     """SQLite FTS5 with BM25 (porter stemming), kept in sync by triggers.
@@ -36,55 +41,41 @@ class Fts5Search:
         self.min_docs = min_docs
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
-        words = terms(query, max_terms=64)
-        if not words or not statuses:
-            return []
-        with connection.cursor() as cursor:
-            chosen = self._choose(cursor, words, max_terms)
-            if not chosen:
-                return []
-            match = fts5_or(chosen)
-            marks = ",".join("%s" for _ in statuses)
-            cursor.execute(
-                "SELECT f.rowid, -bm25(grain_fts) AS score FROM grain_fts f "
-                "JOIN grains_grain g ON g.id = f.rowid "
-                f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY bm25(grain_fts) LIMIT %s",
-                [match, *statuses, limit],
-            )
-            return [(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()]
+        return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
 
-    def _choose(self, cursor, words: list[str], max_terms: int) -> list[str]:  # noqa: ANN001 - a DB cursor
+    def search_many(
+        self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
+    ) -> list[list[tuple[int, float]]]:
+        word_lists = [terms(q, max_terms=64) for q in queries]
+        if not statuses or not any(word_lists):
+            return [[] for _ in queries]
+        marks = ",".join("%s" for _ in statuses)
+        sql = ("SELECT f.rowid, -bm25(grain_fts) AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
+               f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY bm25(grain_fts) LIMIT %s")
+        results = []
+        with connection.cursor() as cursor:
+            for chosen in self._choose(cursor, word_lists, max_terms):
+                if not chosen:
+                    results.append([])
+                    continue
+                cursor.execute(sql, [fts5_or(chosen), *statuses, limit])
+                results.append([(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()])
+        return results
+
+    def _choose(self, cursor, word_lists: list[list[str]], max_terms: int) -> list[list[str]]:  # noqa: ANN001
+        """The rare terms of each word list, stemmed and counted in one round for all of them."""
+        words = sorted({w for ws in word_lists for w in ws})
+        if not words:
+            return [[] for _ in word_lists]
         cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(words, 1)))
         cursor.execute("SELECT doc, term FROM temp.flux_probe_vocab")
         stems = {words[doc - 1]: term for doc, term in cursor.fetchall()}
-        cursor.execute("DELETE FROM temp.flux_probe")
-        unique = sorted(set(stems.values()))
-        if not unique:
-            return []
-        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(unique))})",
-                       unique)
-        doc_freq = dict(cursor.fetchall())
-        total = 0
-        if self.max_doc_fraction > 0:
-            cursor.execute("SELECT max(id) FROM grains_grain")  # the grain count, near enough, in O(log n)
-            total = cursor.fetchone()[0] or 0
-        return rare_terms(words, stems, doc_freq, max_terms=max_terms,
-                          max_docs=max(self.max_doc_fraction * total, self.min_docs))
-
-
-@receiver(connection_created)
-def create_probe_tables(sender, connection, **kwargs) -> None:  # noqa: ANN001 - Django signal arguments
-    """Scratch tables that stem words with the index's own tokenizer, once per new SQLite connection.
-
-    Created outside any transaction, so no rollback takes them away.
-    """
-    if connection.vendor != "sqlite":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe USING fts5("
-                       "w, tokenize='porter unicode61 remove_diacritics 2')")
-        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe_vocab USING fts5vocab("
-                       "temp, flux_probe, 'instance')")
+        cursor.execute("INSERT INTO temp.flux_probe(flux_probe) VALUES ('delete-all')")
+        cursor.execute("SELECT max(id) FROM grains_grain")  # the grain count, near enough, in O(log n)
+        total = cursor.fetchone()[0] or 0
+        doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
+        max_docs = max(self.max_doc_fraction * total, self.min_docs)
+        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
 
 
 class PostgresSearch:
@@ -105,6 +96,69 @@ class PostgresSearch:
         with connection.cursor() as cursor:
             cursor.execute(sql, [tsquery, *statuses, limit])
             return [(gid, max(float(score), 1e-9)) for gid, score in cursor.fetchall()]
+
+    def search_many(
+        self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
+    ) -> list[list[tuple[int, float]]]:
+        return [self.search(q, limit=limit, statuses=statuses, max_terms=max_terms) for q in queries]
+
+
+class _CommonTerms:
+    """Document frequencies of common terms, per database.
+
+    The vocabulary table counts a term's documents by walking its whole
+    posting list, so a common term costs in proportion to its frequency while
+    a rare one is cheap. Frequencies of at least ``floor`` are kept and read
+    again once the store has grown by a quarter (or shrunk) since.
+    """
+
+    floor = 200
+
+    def __init__(self) -> None:
+        self._by_db: dict[str, dict[str, tuple[int, int]]] = {}
+
+    def known(self, stems: list[str], total: int) -> dict[str, int]:
+        cache = self._by_db.setdefault(connection.settings_dict["NAME"], {})
+        fresh = {}
+        for stem in stems:
+            hit = cache.get(stem)
+            if hit is not None and hit[1] <= total <= hit[1] * 1.25:
+                fresh[stem] = hit[0]
+        return fresh
+
+    def remember(self, freq: dict[str, int], total: int) -> None:
+        cache = self._by_db.setdefault(connection.settings_dict["NAME"], {})
+        cache.update({stem: (df, total) for stem, df in freq.items() if df >= self.floor})
+
+
+_common = _CommonTerms()
+
+
+def _doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: ANN001 - a DB cursor
+    freq = _common.known(stems, total)
+    missing = [s for s in stems if s not in freq]
+    if missing:
+        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(missing))})",
+                       missing)
+        looked_up = dict(cursor.fetchall())
+        _common.remember(looked_up, total)
+        freq.update(looked_up)
+    return freq
+
+
+@receiver(connection_created)
+def create_probe_tables(sender, connection, **kwargs) -> None:  # noqa: ANN001 - Django signal arguments
+    """Scratch tables that stem words with the index's own tokenizer, once per new SQLite connection.
+
+    Created outside any transaction, so no rollback takes them away.
+    """
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe USING fts5("
+                       "w, content='', tokenize='porter unicode61 remove_diacritics 2')")
+        cursor.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.flux_probe_vocab USING fts5vocab("
+                       "temp, flux_probe, 'instance')")
 
 
 def entry_search(*, max_docs: int | None = None) -> EntrySearch:

@@ -17,19 +17,22 @@ def _ends(a: int, b: int, kind: str) -> tuple[int, int]:
     return (a, b) if kind in DIRECTED_KINDS or a < b else (b, a)
 
 
-def _lexical_neighbours(grain: Grain) -> dict[int, float]:
-    """Grains most similar in wording to ``grain``: id -> similarity in (0, 1]."""
+def _lexical_neighbours(grains: list[Grain]) -> dict[int, dict[int, float]]:
+    """For each grain, the grains most similar in wording: id -> similarity in (0, 1]."""
     want = S("STORE_LINK_NEIGHBOURS")
-    if want <= 0:
+    if want <= 0 or not grains:
         return {}
-    hits = entry_search(max_docs=S("STORE_LINK_MAX_DOCS")).search(
-        grain.content, limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
-    if not hits:
-        return {}
-    reference = dict(hits).get(grain.pk) or hits[0][1]
+    found = entry_search(max_docs=S("STORE_LINK_MAX_DOCS")).search_many(
+        [g.content for g in grains], limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
     floor = S("STORE_LINK_MIN_SIMILARITY")
-    found = {gid: min(1.0, score / reference) for gid, score in hits if gid != grain.pk}
-    return {gid: sim for gid, sim in list(found.items())[:want] if sim >= floor}
+    out = {}
+    for grain, hits in zip(grains, found):
+        if not hits:
+            continue
+        reference = dict(hits).get(grain.pk) or hits[0][1]
+        similar = [(gid, min(1.0, score / reference)) for gid, score in hits if gid != grain.pk][:want]
+        out[grain.pk] = {gid: sim for gid, sim in similar if sim >= floor}
+    return out
 
 
 def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
@@ -67,8 +70,9 @@ def conduits_link_new_grains(grains: list[Grain], *, now: datetime) -> dict[int,
     pairs: dict[tuple[int, int], float] = {}
     linked: dict[int, int] = {}
     context = _context_neighbours(grains)
+    lexical = _lexical_neighbours(grains)
     for grain in grains:
-        weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in _lexical_neighbours(grain).items()}
+        weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in lexical.get(grain.pk, {}).items()}
         for gid in context.get(grain.pk, ()):
             weights[gid] = max(weights.get(gid, 0.0), S("CONTEXT_CONDUIT_WEIGHT"))
         for gid, weight in weights.items():
