@@ -79,6 +79,8 @@ def sqlite_database(path: str) -> dict[str, object]:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": path,
+        # Persistent: each booth thread keeps its connection and its warm page cache.
+        "CONN_MAX_AGE": None,
         "OPTIONS": {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",

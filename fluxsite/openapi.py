@@ -89,7 +89,8 @@ def _get(summary: str, ok: dict, *errors: int, parameters: list | None = None) -
 
 
 def _id_param(name: str) -> list:
-    return [{"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}]
+    return [{"name": name, "in": "path", "required": True,
+             "schema": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}}]
 
 
 SCHEMA = {
@@ -137,12 +138,14 @@ SCHEMA = {
             parameters=[
                 {"name": "status", "in": "query", "schema": {"type": "string", "enum": [s.value for s in Status]}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
+                                                             "maximum": 2**31 - 1}},
             ]),
         "/grains/{grain_id}": _get("A grain with its conduits, confidence history and traces",
-                                   {"200": _json(_ref("Grain"), "The grain")}, 404, parameters=_id_param("grain_id")),
+                                   {"200": _json(_ref("Grain"), "The grain")}, 400, 404,
+                                   parameters=_id_param("grain_id")),
         "/traces/{trace_id}": _get("A retrieval: query, caller, returned grains with paths and feedback",
-                                   {"200": _json(OBJECT, "The trace")}, 404, parameters=_id_param("trace_id")),
+                                   {"200": _json(OBJECT, "The trace")}, 400, 404, parameters=_id_param("trace_id")),
         "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}),
     },
     "components": {"schemas": {"Grain": GRAIN, "StoreItem": STORE_ITEM, "Stored": STORED,

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from grains.errors import InvalidInput
 
+MAX_ID = 2**63 - 1  # the database's integer range
+
 
 def require_id(value: object, field: str) -> int:
     """A positive integer id (numeric strings accepted), or InvalidInput naming ``field``."""
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
         raise InvalidInput(f"'{field}' must be a positive integer id, got {value!r}", details={"field": field})
     return value
 
