@@ -5,6 +5,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf
@@ -16,6 +17,7 @@ from grains.callers import parse_caller
 from grains.errors import FluxError, InvalidInput
 
 log = logging.getLogger("flux.api")
+T = TypeVar("T")
 
 _DRF_CODES = {
     drf.ParseError: "invalid_json",
@@ -109,3 +111,13 @@ def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
 def write_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
     """Serve ``view`` on the booth's serial write queue (503 when it is full)."""
     return _booth_view(view, "write")
+
+
+def record_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
+    """Serve ``view`` on the writer's bookkeeping lane (small writes that answer at once)."""
+    return _booth_view(view, "record")
+
+
+def booth_record(fn: Callable[[], T]) -> T:
+    """Run a read's small write on the booth's writer and wait for it."""
+    return get_booth().record(fn).result()

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
-from fluxsite.api import error_body, read_view, write_view
+from fluxsite.api import error_body, read_view, record_view, write_view
 from fluxsite.openapi import openapi_view
 from graph.api import FeedbackView, RetrieveView, TraceDetailView
 from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
@@ -15,7 +15,7 @@ urlpatterns = [
     path("store", write_view(StoreView.as_view())),
     path("store/batch", write_view(StoreBatchView.as_view())),
     path("retrieve", read_view(RetrieveView.as_view())),
-    path("feedback", read_view(FeedbackView.as_view())),
+    path("feedback", record_view(FeedbackView.as_view())),
     path("health", read_view(HealthView.as_view())),
     path("grains", read_view(GrainListView.as_view())),
     path("grains/<int:grain_id>", read_view(GrainDetailView.as_view())),

@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fluxsite.api import json_object, request_caller
+from fluxsite.api import booth_record, json_object, request_caller
 from fluxsite.booth import get_booth
 from graph.selectors import trace_detail
 from graph.services import feedback_accept, grain_retrieve
@@ -18,6 +18,7 @@ class RetrieveView(APIView):
         result = grain_retrieve(
             query=data["query"], limit=data.get("limit"), caller=request_caller(request),
             include_quarantined=require_bool(data.get("include_quarantined", False), "include_quarantined"),
+            run_write=booth_record,
         )
         return Response(result.as_dict())
 

@@ -1,15 +1,17 @@
 """Retrieval by signal propagation, recorded as a trace."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
-from graph.algorithms.propagation import Activation, normalise_scores, propagate, rank
+from graph.algorithms.propagation import Activation, Ranked, normalise_scores, propagate, rank
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
@@ -19,6 +21,8 @@ from grains.bulk import bulk_set
 from grains.callers import caller_resolve
 from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ def grain_retrieve(
     include_quarantined: bool = False,
     propagation: bool = True,
     enforce_feedback: bool | None = None,
+    run_write: Callable[[Callable[[], T]], T] | None = None,
     now: datetime | None = None,
 ) -> RetrieveResult:
     """The ``limit`` grains most relevant to ``query``, found by signal propagation.
@@ -100,7 +105,8 @@ def grain_retrieve(
     dormant grains woken. Quarantined grains surface only when asked for.
     With feedback enforcement on (FEEDBACK_ENFORCEMENT_ENABLED unless
     ``enforce_feedback`` says otherwise), a caller that owes feedback is
-    refused with FeedbackOwed listing what it owes.
+    refused with FeedbackOwed listing what it owes. The trace is written by
+    ``run_write`` when given (the booth's writer), else here.
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
@@ -114,6 +120,25 @@ def grain_retrieve(
                                   recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
                                   recency_floor=S("RECENCY_FLOOR"))
     ranked = rank(acts, inputs, limit)
+    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, now))
+    return RetrieveResult(trace.pk, query, [
+        RetrievedGrain(
+            id=g.pk, content=g.content, rank=i, score=round(r.score, 6), signal=round(r.activation.signal, 6),
+            hops=r.activation.hops, path=list(r.activation.path), provenance=g.provenance, status=g.status,
+            confidence=round(g.confidence, 4), weight=round(g.weight, 4), context=g.context,
+        )
+        for i, r in enumerate(ranked, start=1)
+        for g in [grains[r.activation.grain_id]]
+    ])
+
+
+def _inline(fn: Callable[[], T]) -> T:
+    return fn()
+
+
+def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
+            now: datetime) -> tuple[Trace, dict[int, Grain]]:
+    """Write the trace and touch the returned grains, in one short transaction."""
     with transaction.atomic():
         Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
         trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
@@ -129,15 +154,7 @@ def grain_retrieve(
             "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
             "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],
         }, now=now)
-    return RetrieveResult(trace.pk, query, [
-        RetrievedGrain(
-            id=g.pk, content=g.content, rank=i, score=round(r.score, 6), signal=round(r.activation.signal, 6),
-            hops=r.activation.hops, path=list(r.activation.path), provenance=g.provenance, status=g.status,
-            confidence=round(g.confidence, 4), weight=round(g.weight, 4), context=g.context,
-        )
-        for i, r in enumerate(ranked, start=1)
-        for g in [grains[r.activation.grain_id]]
-    ])
+    return trace, grains
 
 
 def _refuse_if_owed(caller: Caller, now: datetime) -> None:

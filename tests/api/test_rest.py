@@ -283,3 +283,12 @@ def test_openapi_describes_every_endpoint(api):
     schema = api.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
                                     "/grains/{grain_id}", "/traces/{trace_id}", "/callers"}
+
+
+def test_write_depth_counts_only_writes_and_returns_to_zero(api):
+    booth = get_booth()
+    for _ in range(3):
+        booth.write(lambda: None)
+        booth.drain()
+    booth.record(lambda: None).result(10)
+    assert booth.write_depth == 0
