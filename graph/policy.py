@@ -30,6 +30,7 @@ def propagation_params() -> PropagationParams:
         threshold=S("ACTIVATION_THRESHOLD"),
         hub_degree=S("HUB_DEGREE"),
         max_frontier=S("MAX_FRONTIER"),
+        max_weight=S("WEIGHT_MAX"),
         relay={"active": 1.0, "dormant": S("DORMANT_RELAY")},
     )
 

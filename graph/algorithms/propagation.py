@@ -30,7 +30,12 @@ class PropagationParams:
     threshold: float = 0.05
     hub_degree: int = 8
     max_frontier: int = 256
+    max_weight: float = 0.95
     relay: Mapping[str, float] = field(default_factory=lambda: {"active": 1.0, "dormant": 0.3})
+
+    def can_pass_on(self, signal: float, status: str) -> bool:
+        """Whether a grain holding ``signal`` could give any neighbour a contribution above threshold."""
+        return signal * self.attenuation * self.max_weight * self.relay.get(status, 0.0) >= self.threshold
 
 
 @dataclass
@@ -79,6 +84,8 @@ def propagate(
     frontier = {gid: entries[gid] for gid in starters if gid in entries}
     relayed = set(frontier)
     for hop in range(1, params.max_hops + 1):
+        # Exact pruning: a grain that cannot pass on enough signal need not have its conduits loaded.
+        frontier = {g: s for g, s in frontier.items() if params.can_pass_on(s, status.get(g, "active"))}
         if not frontier:
             break
         edges = neighbours(frontier.keys())

@@ -105,3 +105,12 @@ def test_rank_breaks_ties_by_direct_relevance_and_skips_unretrievable():
 def test_normalise_scores_makes_the_best_one():
     assert normalise_scores([(1, 4.0), (2, 1.0)]) == {1: 1.0, 2: 0.25}
     assert normalise_scores([]) == {}
+
+
+def test_grains_too_weak_to_pass_signal_on_are_not_expanded():
+    chain = graph_of([(1, 2, 0.5), (2, 3, 0.5), (3, 4, 0.5)])
+    params = PropagationParams(attenuation=0.8, max_hops=3, threshold=0.1, max_weight=0.5)
+    acts = propagate({1: 1.0}, {1: "active"}, chain, params)
+    # 2 holds 0.4 and passes 0.16 to 3; 3 could pass at most 0.064 < 0.1, so its conduits are never loaded
+    assert set(acts) == {1, 2, 3}
+    assert chain.asked == [{1}, {2}]
