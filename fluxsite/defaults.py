@@ -65,11 +65,13 @@ SETTINGS: list[Setting] = [
     ),
     *_group(
         "service",
+        ("OPERATING_MODE", "caller_extracts", "caller_extracts: agents store atomic facts; flux_extracts: an LLM extracts them from raw text."),
         ("REST_HOST", "127.0.0.1", "Address the REST API binds to."),
         ("REST_PORT", 7465, "Port of the REST API."),
         ("READ_WORKERS", 3, "Threads serving reads (retrieve, listings, health) concurrently."),
         ("MAX_WRITE_QUEUE_DEPTH", 1000, "Writes waiting in the serial write queue before new ones get 503."),
         ("MAX_GRAINS_PER_MINUTE", 500, "Grains one caller may store per minute (a batch of 100 counts 100)."),
+        ("ADMIN_LINK_SECONDS", 300, "How long a `flux admin` login link stays valid (it works once)."),
         ("FEEDBACK_ENFORCEMENT_ENABLED", True, "Refuse retrievals to a caller that owes feedback."),
         ("FEEDBACK_ENFORCEMENT_GRACE_SECONDS", 60, "Age of a retrieval before its missing feedback blocks the caller."),
         ("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS", 86400, "Age after which missing feedback no longer blocks."),

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
+from fluxsite.admin_link import admin_link_login
 from fluxsite.api import error_body, read_view, record_view, write_view
 from fluxsite.openapi import openapi_view
 from graph.api import FeedbackView, RetrieveView, TraceDetailView
@@ -22,6 +23,7 @@ urlpatterns = [
     path("traces/<int:trace_id>", read_view(TraceDetailView.as_view())),
     path("callers", read_view(CallerListView.as_view())),
     path("openapi.json", openapi_view),
+    path("admin/login-link/<str:token>", admin_link_login),
     path("admin/", admin.site.urls),
 ]
 

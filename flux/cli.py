@@ -1,0 +1,165 @@
+"""The `flux` command line: init, start, stop, status, mcp, mcp-config, admin."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+from flux import processes
+from flux.instance import Instance, InstanceError, config_text, python
+from flux.integrations import snippets, write_snippets
+
+MODES = ("caller_extracts", "flux_extracts")
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    instance = Instance.named(args.name)
+    if instance.config_file.exists() and not args.force:
+        raise InstanceError(f"instance {args.name!r} already exists at {instance.path}; "
+                            "use --force to rewrite its config and snippets (the database is kept)")
+    mode = args.mode or _ask_mode(args.yes)
+    instance.path.mkdir(parents=True, exist_ok=True)
+    instance.config_file.write_text(config_text({"OPERATING_MODE": mode}), encoding="utf-8")
+    processes.migrate(instance)
+    written = write_snippets(instance)
+    print(f"Created instance {args.name!r} in {instance.path} (mode {mode}).")
+    print(f"  config:       {instance.config_file}")
+    print(f"  database:     {instance.path / 'flux.sqlite3'}")
+    print(f"  MCP snippets: {', '.join(p.name for p in written)} in {instance.integrations}")
+    print(f"Next: flux start --name {args.name}")
+    return 0
+
+
+def _ask_mode(assume_default: bool) -> str:
+    if assume_default or not sys.stdin.isatty():
+        return MODES[0]
+    while True:
+        answer = input(f"Operating mode [{'/'.join(MODES)}] ({MODES[0]}): ").strip() or MODES[0]
+        if answer in MODES:
+            return answer
+        print(f"Please answer one of: {', '.join(MODES)}")
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    instance.config()
+    already = processes.running(instance)
+    if already:
+        print(f"Instance {args.name!r} is already running ({_pids(already)}) at {instance.rest_url()}")
+        return 0
+    if args.foreground:
+        processes.migrate(instance)
+        service = processes.services(instance)[0]
+        print(f"Flux Memory {args.name!r} at {instance.rest_url()} (foreground; Ctrl-C stops it)", flush=True)
+        os.execvpe(service.argv[0], service.argv, instance.environ())
+    started = processes.start(instance)
+    print(f"Started instance {args.name!r} ({_pids(started)}); logs in {instance.log_dir}")
+    print(f"  REST API: {instance.rest_url()}   (health: {instance.rest_url()}/health)")
+    print(f"  Admin:    flux admin --name {args.name}")
+    print(f"  MCP:      add a snippet from {instance.integrations} to your MCP client")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    if not processes.running(instance):
+        raise InstanceError(f"instance {args.name!r} is not running")
+    stopped = processes.stop(instance)
+    print(f"Stopped instance {args.name!r} ({_pids(stopped)})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    pids = processes.running(instance)
+    print(f"Instance {args.name!r} in {instance.path}: {'running' if pids else 'not running'}")
+    if not pids:
+        return 1
+    print(f"  processes: {_pids(pids)}")
+    print(f"  REST API:  {instance.rest_url()}")
+    try:
+        with urllib.request.urlopen(instance.rest_url() + "/health", timeout=10) as response:
+            health = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"  health:    not answering ({exc})")
+        return 1
+    grains = ", ".join(f"{k} {v}" for k, v in health["grains"].items())
+    print(f"  health:    {health['status']}")
+    print(f"  grains:    {grains}")
+    print(f"  conduits:  {health['conduits'].get('total', 0)}; write queue {health['queues']['write']}, "
+          f"feedback pending {health['queues']['feedback_pending']}")
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    argv = [python(), "-m", "django", "flux_mcp"]
+    os.execvpe(argv[0], argv, instance.environ())
+    return 0  # not reached
+
+
+def cmd_mcp_config(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    write_snippets(instance)
+    for name, text in snippets(instance).items():
+        print(f"# {instance.integrations / name}\n{text}")
+    return 0
+
+
+def cmd_admin(args: argparse.Namespace) -> int:
+    instance = Instance.existing(args.name)
+    if not processes.running(instance):
+        raise InstanceError(f"instance {args.name!r} is not running; start it first: flux start --name {args.name}")
+    out = subprocess.run([python(), "-m", "django", "flux_admin_link", "--base-url", instance.rest_url()],
+                         env=instance.environ(), cwd=instance.path, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise InstanceError(f"could not make a login link: {out.stderr.strip()[-1000:]}")
+    print(out.stdout.strip())
+    return 0
+
+
+def _pids(pids: dict[str, int]) -> str:
+    return ", ".join(f"{name} pid {pid}" for name, pid in pids.items())
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="flux", description="Flux Memory: self-organizing memory for AI agents.")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler, text: str) -> argparse.ArgumentParser:  # noqa: ANN001
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("--name", required=True, help="instance name (a folder under $FLUX_HOME, default ~/.flux)")
+        p.set_defaults(handler=handler)
+        return p
+
+    init = command("init", cmd_init, "create an instance: config, database, MCP snippets")
+    init.add_argument("--mode", choices=MODES, help="operating mode (asked for when interactive)")
+    init.add_argument("--yes", action="store_true", help="take the defaults without asking")
+    init.add_argument("--force", action="store_true", help="rewrite an existing instance's config and snippets")
+    start = command("start", cmd_start, "start the instance's service in the background")
+    start.add_argument("--foreground", action="store_true", help="run in this terminal instead")
+    command("stop", cmd_stop, "stop every process of the instance, gracefully")
+    command("status", cmd_status, "say whether the instance runs, with its pids and counts")
+    command("mcp", cmd_mcp, "run the stdio MCP server for the instance (what MCP clients launch)")
+    command("mcp-config", cmd_mcp_config, "rewrite and print the MCP client snippets")
+    command("admin", cmd_admin, "print a one-time, short-lived login link to the Django admin")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except InstanceError as exc:
+        print(f"flux: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Instances on disk: ~/.flux/<name>/ (FLUX_HOME overrides the root), their config and environment.
+
+config.yaml holds flat ``KEY: value`` lines (YAML scalars), every key a setting
+of the settings table; comments and blank lines are ignored. No Django import.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from fluxsite.defaults import DEFAULTS, SETTINGS
+from fluxsite.env import SettingError, parse_value
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*:\s*(.*?)\s*$")
+
+
+class InstanceError(Exception):
+    """A user's mistake about an instance: the message says what and how to fix it."""
+
+
+def flux_home() -> Path:
+    return Path(os.environ.get("FLUX_HOME") or Path.home() / ".flux").expanduser()
+
+
+def check_name(name: str) -> str:
+    if not NAME.match(name or ""):
+        raise InstanceError(f"instance name {name!r} is not valid: use 1-63 lower-case letters, digits, - or _")
+    return name
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    path: Path
+
+    @classmethod
+    def named(cls, name: str) -> Instance:
+        return cls(check_name(name), flux_home() / name)
+
+    @classmethod
+    def existing(cls, name: str) -> Instance:
+        instance = cls.named(name)
+        if not instance.config_file.exists():
+            raise InstanceError(f"unknown instance {name!r} (no {instance.config_file}); "
+                                f"create it with: flux init --name {name}")
+        return instance
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def integrations(self) -> Path:
+        return self.path / "integrations"
+
+    def config(self) -> dict[str, object]:
+        """The settings this instance sets, parsed and checked (InstanceError names the bad key)."""
+        return read_config(self.config_file)
+
+    def setting(self, name: str) -> object:
+        return self.config().get(name, DEFAULTS[name])
+
+    def environ(self) -> dict[str, str]:
+        """The environment of every process of this instance."""
+        env = {k: v for k, v in os.environ.items() if k not in DEFAULTS and k != "DJANGO_SETTINGS_MODULE"}
+        env.update({k: _env_text(v) for k, v in self.config().items()})
+        env["FLUX_DATA_DIR"] = str(self.path)
+        env["DJANGO_SETTINGS_MODULE"] = "fluxsite.settings"
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        return env
+
+    def rest_url(self) -> str:
+        host = str(self.setting("REST_HOST"))
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        return f"http://{host}:{self.setting('REST_PORT')}"
+
+
+def _env_text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def read_config(path: Path) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        match = _LINE.match(line)
+        where = f"{path}, line {number}"
+        if not match:
+            raise InstanceError(f"{where}: expected 'KEY: value', got {raw.strip()!r}")
+        key, text = match.groups()
+        if key not in DEFAULTS:
+            raise InstanceError(f"{where}: unknown setting {key!r}; see the settings table in the README")
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+        try:
+            values[key] = parse_value(key, text, DEFAULTS[key])
+        except SettingError as exc:
+            raise InstanceError(f"{where}: {exc}") from None
+    return values
+
+
+def config_text(values: dict[str, object]) -> str:
+    """config.yaml with every setting, commented at its default unless set in ``values``."""
+    lines = ["# Flux Memory instance settings: uncomment a line and change it, then `flux stop` and `flux start`.",
+             "# Every key is described in the README's settings table.", ""]
+    group = None
+    for s in SETTINGS:
+        if s.group != group:
+            group = s.group
+            lines += ["", f"# --- {group} ---"]
+        lines.append(f"# {s.description}")
+        value = values.get(s.name, s.default)
+        shown = _env_text(value)
+        if isinstance(value, str) and (not shown or ":" in shown or shown != shown.strip()):
+            shown = f'"{shown}"'
+        lines.append(f"{'' if s.name in values else '# '}{s.name}: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,157 @@
+"""The `flux` command line end to end: real processes in a temporary FLUX_HOME on free loopback ports."""
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from fluxsite.defaults import SETTINGS
+from fluxsite.net import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def flux(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FLUX_HOME": str(home)}
+    for key in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR"):
+        env.pop(key, None)
+    return subprocess.run([sys.executable, "-m", "flux", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def instance(tmp_path):
+    """An initialised instance whose REST port is a free one."""
+    home = tmp_path / "home"
+    out = flux(home, "init", "--name", "mem", "--yes")
+    assert out.returncode == 0, out.stderr
+    port = free_port()
+    config = home / "mem" / "config.yaml"
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {port}"))
+    yield home, port
+    flux(home, "stop", "--name", "mem")
+
+
+def test_init_writes_config_database_and_snippets(instance):
+    home, _ = instance
+    folder = home / "mem"
+    config = (folder / "config.yaml").read_text()
+    assert all(f"{s.name}:" in config for s in SETTINGS)
+    assert "\nOPERATING_MODE: caller_extracts" in config
+    assert (folder / "flux.sqlite3").stat().st_size > 0
+    names = sorted(p.name for p in (folder / "integrations").iterdir())
+    assert names == ["claude_code.json", "claude_desktop.json", "codex.toml", "cursor.json", "generic.json"]
+    codex = (folder / "integrations" / "codex.toml").read_text()
+    assert '[mcp_servers."flux-mem"]' in codex and '"-m", "flux", "mcp", "--name", "mem"' in codex
+    spec = json.loads((folder / "integrations" / "cursor.json").read_text())["mcpServers"]["flux-mem"]
+    assert spec["args"][-2:] == ["--name", "mem"] and spec["env"]["FLUX_HOME"] == str(home)
+
+
+def test_init_refuses_to_overwrite_without_force(instance):
+    home, _ = instance
+    again = flux(home, "init", "--name", "mem", "--yes")
+    assert again.returncode == 1 and "already exists" in again.stderr and "--force" in again.stderr
+    forced = flux(home, "init", "--name", "mem", "--mode", "flux_extracts", "--force")
+    assert forced.returncode == 0
+    assert "\nOPERATING_MODE: flux_extracts" in (home / "mem" / "config.yaml").read_text()
+
+
+def test_start_status_stop_leave_nothing_behind(instance):
+    home, port = instance
+    started = flux(home, "start", "--name", "mem")
+    assert started.returncode == 0, started.stderr
+    assert f"http://127.0.0.1:{port}" in started.stdout
+    pid = int((home / "mem" / "run" / "rest.pid").read_text())
+    assert alive(pid)
+    again = flux(home, "start", "--name", "mem")
+    assert again.returncode == 0 and "already running" in again.stdout and str(pid) in again.stdout
+    body = json.dumps({"content": "The spare key is under the blue pot"}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/store", data=body,
+                                     headers={"Content-Type": "application/json"})
+    assert urllib.request.urlopen(request, timeout=30).status == 201
+    status = flux(home, "status", "--name", "mem")
+    assert status.returncode == 0 and "running" in status.stdout and "active 1" in status.stdout
+    stopped = flux(home, "stop", "--name", "mem")
+    assert stopped.returncode == 0 and str(pid) in stopped.stdout
+    assert not alive(pid)
+    assert not (home / "mem" / "run" / "rest.pid").exists()
+    after = flux(home, "status", "--name", "mem")
+    assert after.returncode == 1 and "not running" in after.stdout
+
+
+def test_admin_link_logs_in_once(instance):
+    home, port = instance
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    out = flux(home, "admin", "--name", "mem")
+    assert out.returncode == 0, out.stderr
+    link = out.stdout.splitlines()[0]
+    assert link.startswith(f"http://127.0.0.1:{port}/admin/login-link/")
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    page = browser.open(link, timeout=30)
+    assert page.status == 200 and page.url == f"http://127.0.0.1:{port}/admin/"
+    assert "Site administration" in page.read().decode()
+    with pytest.raises(urllib.error.HTTPError) as second:
+        urllib.request.urlopen(link, timeout=30)
+    assert second.value.code == 403 and b"used already" in second.value.read()
+
+
+@pytest.mark.parametrize("args,text", [
+    (["start", "--name", "ghost"], "unknown instance 'ghost'"),
+    (["status", "--name", "ghost"], "flux init --name ghost"),
+    (["init", "--name", "Bad Name!"], "instance name 'Bad Name!' is not valid"),
+])
+def test_wrong_use_gets_a_message_not_a_traceback(tmp_path, args, text):
+    out = flux(tmp_path, *args)
+    assert out.returncode == 1 and text in out.stderr and "Traceback" not in out.stderr
+
+
+def test_stop_and_admin_when_not_running(instance):
+    home, _ = instance
+    for command in ("stop", "admin"):
+        out = flux(home, command, "--name", "mem")
+        assert out.returncode == 1 and "not running" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("line,text", [
+    ("REST_PORT: seven", "REST_PORT='seven' is not valid"),
+    ("ATTENUATON: 0.5", "unknown setting 'ATTENUATON'"),
+    ("just words", "expected 'KEY: value'"),
+])
+def test_a_bad_config_value_names_the_key_and_line(instance, line, text):
+    home, _ = instance
+    config = home / "mem" / "config.yaml"
+    config.write_text(config.read_text() + line + "\n")
+    out = flux(home, "start", "--name", "mem")
+    assert out.returncode == 1 and text in out.stderr and "config.yaml, line" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_port_in_use_is_reported(instance):
+    home, port = instance
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        out = flux(home, "start", "--name", "mem")
+    assert out.returncode == 1 and f"port {port} on 127.0.0.1 is in use" in out.stderr
+
+
+def test_the_console_script_is_installed():
+    script = Path(sys.executable).parent / "flux"
+    assert script.exists(), "pip install -e . installs the flux script"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "init" in out.stdout and "mcp-config" in out.stdout
