@@ -108,14 +108,14 @@ def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
     return _booth_view(view, "read")
 
 
-def write_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
-    """Serve ``view`` on the booth's serial write queue (503 when it is full)."""
-    return _booth_view(view, "write")
-
-
 def record_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
     """Serve ``view`` on the writer's bookkeeping lane (small writes that answer at once)."""
     return _booth_view(view, "record")
+
+
+def booth_write(fn: Callable[[], T]) -> T:
+    """Run a view's write on the booth's write queue and wait for it (Overloaded when the queue is full)."""
+    return get_booth().write(fn).result()
 
 
 def booth_record(fn: Callable[[], T]) -> T:

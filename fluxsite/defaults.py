@@ -66,6 +66,10 @@ SETTINGS: list[Setting] = [
     *_group(
         "service",
         ("OPERATING_MODE", "caller_extracts", "caller_extracts: agents store atomic facts; flux_extracts: an LLM extracts them from raw text."),
+        ("OLLAMA_URL", "http://127.0.0.1:11434", "Ollama server used in flux_extracts mode."),
+        ("LLM_MODEL", "llama3.1:8b", "Ollama model that extracts facts in flux_extracts mode."),
+        ("LLM_TIMEOUT_SECONDS", 120.0, "Longest wait for the LLM's answer."),
+        ("EXTRACT_FALLBACK", "error", "When the LLM fails in flux_extracts mode: error (store nothing) or caller_extracts (store the text as given, with a warning)."),
         ("REST_HOST", "127.0.0.1", "Address the REST API binds to."),
         ("REST_PORT", 7465, "Port of the REST API."),
         ("READ_WORKERS", 3, "Threads serving reads (retrieve, listings, health) concurrently."),

@@ -18,7 +18,8 @@ def _json(schema: dict, description: str) -> dict:
 
 def _errors(*codes: int) -> dict:
     text = {400: "Invalid input", 404: "Not found", 409: "Conflict (tombstoned, already rated, feedback owed)",
-            429: "Rate limited (Retry-After header)", 503: "Write queue full (Retry-After header)"}
+            429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
+            503: "Write queue full (Retry-After header), or the LLM unreachable (flux_extracts mode)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
 
 
@@ -53,6 +54,10 @@ STORE_ITEM = {
 }
 STORED = {"type": "object", "required": ["created", "restored", "grain"],
           "properties": {"created": {"type": "boolean"}, "restored": {"type": "boolean"}, "grain": _ref("Grain")}}
+EXTRACTED = {"type": "object", "required": ["items", "created", "source_id", "warning"],
+             "description": "flux_extracts mode: the facts the LLM found, each stored as an ai_inferred grain.",
+             "properties": {"items": {"type": "array", "items": _ref("Stored")}, "created": {"type": "integer"},
+                            "source_id": {"type": ["integer", "null"]}, "warning": {"type": ["string", "null"]}}}
 RETRIEVED = {
     "type": "object",
     "required": ["id", "content", "rank", "score", "hops", "path"],
@@ -99,9 +104,11 @@ SCHEMA = {
              "description": "Self-organizing long-term memory for AI agents. Errors share one shape: "
                             '{"error": {"code", "message", "details"}}.'},
     "paths": {
-        "/store": _post("Store one grain (or corroborate the same content)", _ref("StoreItem"),
-                        {"201": _json(_ref("Stored"), "Stored"), "200": _json(_ref("Stored"), "Already known")},
-                        400, 409, 429, 503),
+        "/store": _post("Store one grain (or corroborate the same content); in flux_extracts mode, the facts of a text",
+                        _ref("StoreItem"),
+                        {"201": _json({"oneOf": [_ref("Stored"), EXTRACTED]}, "Stored"),
+                         "200": _json(_ref("Stored"), "Already known")},
+                        400, 409, 429, 502, 503),
         "/store/batch": _post(
             "Store up to MAX_GRAINS_PER_CALL grains, all or nothing",
             {"type": "object", "required": ["items"], "additionalProperties": False,

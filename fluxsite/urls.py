@@ -6,15 +6,15 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
 from fluxsite.admin_link import admin_link_login
-from fluxsite.api import error_body, read_view, record_view, write_view
+from fluxsite.api import error_body, read_view, record_view
 from fluxsite.openapi import openapi_view
 from graph.api import FeedbackView, RetrieveView, TraceDetailView
 from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
 from vitals.api import HealthView
 
 urlpatterns = [
-    path("store", write_view(StoreView.as_view())),
-    path("store/batch", write_view(StoreBatchView.as_view())),
+    path("store", read_view(StoreView.as_view())),
+    path("store/batch", read_view(StoreBatchView.as_view())),
     path("retrieve", read_view(RetrieveView.as_view())),
     path("feedback", record_view(FeedbackView.as_view())),
     path("health", read_view(HealthView.as_view())),

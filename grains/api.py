@@ -5,10 +5,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fluxsite.api import json_object, request_caller
+from fluxsite.api import booth_write, json_object, request_caller
+from fluxsite.conf import flux_setting
 from grains.errors import InvalidInput
 from grains.selectors import LIST_FIELDS, caller_list, grain_detail, grain_list
-from grains.services import grain_store, grain_store_batch
+from grains.services import grain_extract, grain_store, grain_store_batch
 
 STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
 
@@ -20,9 +21,20 @@ def stored_json(result) -> dict:  # noqa: ANN001 - a StoreResult
 
 
 class StoreView(APIView):
+    """Runs on a read worker; only its database write goes through the booth's write queue."""
+
     def post(self, request: Request) -> Response:
         data = json_object(request, allowed=STORE_FIELDS, required={"content"})
-        result = grain_store(caller=request_caller(request), rate_limit=True, **data)
+        caller = request_caller(request)
+        if flux_setting("OPERATING_MODE") == "flux_extracts" and not data.get("restore"):
+            extracted = grain_extract(text=data["content"], provenance=data.get("provenance", "ai_stated"),
+                                      context=data.get("context", ""), occurred_at=data.get("occurred_at"),
+                                      caller=caller, rate_limit=True, run_write=booth_write)
+            return Response({"items": [stored_json(r) for r in extracted.results],
+                             "created": sum(r.created for r in extracted.results),
+                             "source_id": extracted.source.pk if extracted.source else None,
+                             "warning": extracted.warning}, status=201)
+        result = booth_write(lambda: grain_store(caller=caller, rate_limit=True, **data))
         return Response(stored_json(result), status=201 if result.created else 200)
 
 
@@ -31,7 +43,8 @@ class StoreBatchView(APIView):
         data = json_object(request, allowed={"items"}, required={"items"})
         if not isinstance(data["items"], list):
             raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
-        results = grain_store_batch(items=data["items"], caller=request_caller(request), rate_limit=True)
+        caller = request_caller(request)
+        results = booth_write(lambda: grain_store_batch(items=data["items"], caller=caller, rate_limit=True))
         return Response({"items": [stored_json(r) for r in results],
                          "created": sum(r.created for r in results)}, status=201)
 

@@ -54,6 +54,17 @@ class Caller(models.Model):
         return f"{self.client}:{self.role}"
 
 
+class Source(models.Model):
+    """Raw text that grains were extracted from (flux_extracts mode)."""
+
+    text = models.TextField()
+    caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="sources")
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"source {self.pk}: {self.text[:60]}"
+
+
 class Grain(models.Model):
     """One small fact. Written only by services; the FTS index follows it by triggers."""
 
@@ -75,6 +86,8 @@ class Grain(models.Model):
     last_decayed_at = models.DateTimeField()
     cluster = models.ForeignKey("graph.Cluster", null=True, blank=True, on_delete=models.SET_NULL)
     caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="grains")
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="grains",
+                               help_text="The raw text this grain was extracted from, if any.")
 
     class Meta:
         indexes = [

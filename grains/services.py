@@ -1,8 +1,9 @@
 """Writing grains: store (single and batch) and forget. The only code that creates grains."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from typing import TypeVar
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,12 +16,15 @@ from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record, activity_record_many
 from grains.callers import caller_resolve
 from grains.content import content_hash, normalise
-from grains.errors import InvalidInput, NotFound, Tombstoned
+from grains.errors import FluxError, InvalidInput, NotFound, Tombstoned
+from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.limits import grains_rate_slot
-from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Status, Tombstone
+from grains.llm import LLMBadAnswer, LLMUnavailable, ollama_generate_json
+from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 from grains.validate import require_id
 from graph.services.conduits import conduits_link_new_grains
 
+T = TypeVar("T")
 PROVENANCES = [p.value for p in Provenance]
 _FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
 
@@ -124,7 +128,8 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
     )
 
 
-def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool) -> list[StoreResult]:
+def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool,
+               source: Source | None = None) -> list[StoreResult]:
     """Store ``items`` in order inside the caller's transaction: two lookups, then bulk inserts.
 
     Known content is corroborated (also a repeat within the batch); tombstoned
@@ -149,7 +154,7 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
         grain = Grain(content=item.content, content_hash=item.content_hash, provenance=item.provenance,
                       confidence=_prior(item.provenance), weight=S("INITIAL_GRAIN_WEIGHT"), context=item.context,
                       occurred_at=item.occurred_at, created_at=now, last_accessed_at=now, last_decayed_at=now,
-                      caller=caller)
+                      caller=caller, source=source)
         known[item.content_hash] = grain
         new.append(grain)
         plan.append((grain, True))
@@ -195,7 +200,7 @@ def grain_store(
 
 def grain_store_batch(
     *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
-    now: datetime | None = None, _single: bool = False,
+    source: Source | None = None, now: datetime | None = None, _single: bool = False,
 ) -> list[StoreResult]:
     """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
 
@@ -216,9 +221,64 @@ def grain_store_batch(
     now = now or timezone.now()
     who = caller_resolve(caller, now=now)
     with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
-        results = _store_all(checked, who, now, _single)
+        results = _store_all(checked, who, now, _single, source)
         Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
         return results
+
+
+@dataclass(frozen=True)
+class ExtractResult:
+    source: Source | None
+    results: list[StoreResult]
+    warning: str | None = None
+
+
+def grain_extract(
+    *,
+    text: str,
+    provenance: str = Provenance.AI_STATED.value,
+    caller: str | Caller | None = None,
+    context: str = "",
+    occurred_at: datetime | str | None = None,
+    rate_limit: bool = False,
+    run_write: Callable[[Callable[[], T]], T] | None = None,
+    now: datetime | None = None,
+) -> ExtractResult:
+    """flux_extracts: store the atomic facts an LLM finds in ``text`` as ai_inferred grains linked to it.
+
+    The LLM is asked outside any transaction; then the source and its grains
+    are written in one (by ``run_write`` when given). When the LLM fails,
+    LLMUnavailable / LLMBadAnswer is raised and nothing is written, unless
+    EXTRACT_FALLBACK is caller_extracts: then ``text`` is stored as given, with
+    a warning in the result.
+    """
+    raw = {"content": text, "provenance": provenance, "context": context, "occurred_at": occurred_at}
+    item = store_item_validate(raw)
+    now = now or timezone.now()
+    write = run_write or (lambda fn: fn())
+    try:
+        answer = ollama_generate_json(extraction_prompt(item.content))
+        facts = parse_facts(answer, max_facts=S("MAX_GRAINS_PER_CALL"), max_chars=S("MAX_CONTENT_CHARS"))
+    except (LLMUnavailable, LLMBadAnswer, BadAnswer) as exc:
+        error = exc if isinstance(exc, FluxError) else LLMBadAnswer(str(exc))
+        if S("EXTRACT_FALLBACK") != "caller_extracts":
+            raise error from None
+        stored = write(lambda: grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, now=now,
+                                                 _single=True))
+        return ExtractResult(None, stored, warning=f"{error.message}; the text was stored as given")
+    if not facts:
+        return ExtractResult(None, [], warning="the LLM found no facts in the text; nothing was stored")
+    items = [{"content": f, "provenance": Provenance.AI_INFERRED.value, "context": item.context,
+              "occurred_at": item.occurred_at} for f in facts]
+
+    def store() -> ExtractResult:
+        with transaction.atomic():
+            who = caller_resolve(caller, now=now)
+            source = Source.objects.create(text=item.content, caller=who, created_at=now)
+            return ExtractResult(source, grain_store_batch(items=items, caller=who, rate_limit=rate_limit,
+                                                           source=source, now=now))
+
+    return write(store)
 
 
 def grain_forget(

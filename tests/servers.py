@@ -85,3 +85,41 @@ def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
+    """A small HTTP server speaking Ollama's POST /api/generate on a free loopback port.
+
+    ``answer(body)`` returns (status, reply): a dict is sent as JSON, a str as is.
+    Yields (base URL, list of request bodies received).
+    """
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append(body)
+            status, reply = answer(body) if self.path == "/api/generate" else (404, {"error": "not found"})
+            data = json.dumps(reply).encode() if isinstance(reply, dict) else reply.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -292,3 +292,23 @@ def test_write_depth_counts_only_writes_and_returns_to_zero(api):
         booth.drain()
     booth.record(lambda: None).result(10)
     assert booth.write_depth == 0
+
+
+def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settings):
+    import json as _json
+
+    from fluxsite.net import free_port
+    from tests.servers import fake_ollama
+
+    facts = ["Lena moved to Lisbon in March 2024.", "Lena works as a nurse."]
+    reply = {"response": _json.dumps({"facts": facts}), "done": True}
+    with fake_ollama(lambda body: (200, reply)) as (url, _):
+        flux_settings(OPERATING_MODE="flux_extracts", OLLAMA_URL=url)
+        response = api.post("/store", {"content": "I'm Lena; I moved to Lisbon in March 2024. I'm a nurse."})
+    assert response.status_code == 201
+    body = response.json()
+    assert [i["grain"]["content"] for i in body["items"]] == facts and body["source_id"] and body["warning"] is None
+    flux_settings(OLLAMA_URL=f"http://127.0.0.1:{free_port()}")
+    down = api.post("/store", {"content": "Another text."})
+    assert down.status_code == 503 and error_of(down)["code"] == "llm_unavailable"
+    assert Grain.objects.count() == 2
