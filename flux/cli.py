@@ -11,7 +11,7 @@ import urllib.request
 
 from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
-from flux.integrations import snippets, write_snippets
+from flux.integrations import write_snippets
 
 MODES = ("caller_extracts", "flux_extracts")
 
@@ -64,10 +64,15 @@ def cmd_start(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_stop(args: argparse.Namespace) -> int:
-    instance = Instance.existing(args.name)
+def _running_instance(name: str, hint: str = "") -> Instance:
+    instance = Instance.existing(name)
     if not processes.running(instance):
-        raise InstanceError(f"instance {args.name!r} is not running")
+        raise InstanceError(f"instance {name!r} is not running{hint}")
+    return instance
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    instance = _running_instance(args.name)
     stopped = processes.stop(instance)
     print(f"Stopped instance {args.name!r} ({_pids(stopped)})")
     return 0
@@ -103,17 +108,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp_config(args: argparse.Namespace) -> int:
-    instance = Instance.existing(args.name)
-    write_snippets(instance)
-    for name, text in snippets(instance).items():
-        print(f"# {instance.integrations / name}\n{text}")
+    for path, text in write_snippets(Instance.existing(args.name)).items():
+        print(f"# {path}\n{text}")
     return 0
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
-    instance = Instance.existing(args.name)
-    if not processes.running(instance):
-        raise InstanceError(f"instance {args.name!r} is not running; start it first: flux start --name {args.name}")
+    instance = _running_instance(args.name, f"; start it first: flux start --name {args.name}")
     out = subprocess.run([python(), "-m", "django", "flux_admin_link", "--base-url", instance.rest_url()],
                          env=instance.environ(), cwd=instance.path, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:

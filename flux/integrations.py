@@ -39,11 +39,10 @@ def snippets(instance: Instance) -> dict[str, str]:
     }
 
 
-def write_snippets(instance: Instance) -> list[Path]:
+def write_snippets(instance: Instance) -> dict[Path, str]:
+    """Write every snippet into the instance's integrations/ folder; returns path -> content."""
     instance.integrations.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in snippets(instance).items():
-        path = instance.integrations / name
+    written = {instance.integrations / name: text for name, text in snippets(instance).items()}
+    for path, text in written.items():
         path.write_text(text, encoding="utf-8")
-        written.append(path)
     return written

@@ -51,3 +51,17 @@ class FeedbackOwed(FluxError):
 class Overloaded(FluxError):
     code = "overloaded"
     status = 503
+
+
+class LLMUnavailable(FluxError):
+    """The LLM (flux_extracts mode) cannot be reached or answered with an error."""
+
+    code = "llm_unavailable"
+    status = 503
+
+
+class LLMBadAnswer(FluxError):
+    """The LLM answered, but not with what was asked for."""
+
+    code = "llm_bad_answer"
+    status = 502

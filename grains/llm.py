@@ -6,17 +6,7 @@ import urllib.error
 import urllib.request
 
 from fluxsite.conf import flux_setting as S
-from grains.errors import FluxError
-
-
-class LLMUnavailable(FluxError):
-    code = "llm_unavailable"
-    status = 503
-
-
-class LLMBadAnswer(FluxError):
-    code = "llm_bad_answer"
-    status = 502
+from grains.errors import LLMBadAnswer, LLMUnavailable
 
 
 def ollama_generate_json(prompt: str) -> str:

@@ -16,10 +16,10 @@ from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record, activity_record_many
 from grains.callers import caller_resolve
 from grains.content import content_hash, normalise
-from grains.errors import FluxError, InvalidInput, NotFound, Tombstoned
+from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, NotFound, Tombstoned
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.limits import grains_rate_slot
-from grains.llm import LLMBadAnswer, LLMUnavailable, ollama_generate_json
+from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 from grains.validate import require_id
 from graph.services.conduits import conduits_link_new_grains

@@ -6,9 +6,8 @@ import json
 import pytest
 
 from fluxsite.net import free_port
-from grains.errors import InvalidInput
+from grains.errors import InvalidInput, LLMBadAnswer, LLMUnavailable
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
-from grains.llm import LLMBadAnswer, LLMUnavailable
 from grains.models import Grain, Source
 from grains.services import grain_extract
 from tests.servers import fake_ollama
