@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -123,3 +124,31 @@ def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway Redis on a free loopback port, nothing saved to disk; yields its URL."""
+    import time
+
+    binary = require_binary(shutil.which("redis-server"), "redis-server", "apt-get install redis-server")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
