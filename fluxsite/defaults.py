@@ -51,7 +51,6 @@ SETTINGS: list[Setting] = [
         ("SHORTCUT_THRESHOLD", 1, "Useful retrievals over 2+ hops from one entry grain before a shortcut conduit is made."),
         ("SHORTCUT_WEIGHT", 0.5, "Weight of a new shortcut conduit."),
         ("PROMOTION_THRESHOLD", 3, "Useful feedbacks after which a grain moves to the core decay tier."),
-        ("MAX_EDGES_PER_GRAIN", 50, "Most conduits a grain keeps; the weakest association is dropped beyond it."),
     ),
     *_group(
         "decay",
