@@ -123,7 +123,7 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
         details["index"] = index
     return Tombstoned(
         f"{'item %d: ' % index if index is not None else ''}this content was forgotten ({tomb.reason}) on "
-        f"{tomb.created_at:%Y-%m-%d}; store it with restore=true to bring it back",
+        f"{tomb.created_at:%Y-%m-%d}; store it again with restore set to true to bring it back",
         details=details,
     )
 

@@ -163,8 +163,8 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
     if owed:
         traces = sorted({t for t, _ in owed})
         raise FeedbackOwed(
-            f"{caller} owes feedback on {len(owed)} retrieved grain(s) of {len(traces)} trace(s); rate them with "
-            "POST /feedback {trace_id, grain_id, useful} before retrieving again",
+            f"{caller} owes feedback on {len(owed)} retrieved grain(s) of {len(traces)} trace(s); rate each one "
+            "(trace_id, grain_id, useful) before retrieving again: details.owed lists them",
             details={"trace_ids": traces, "owed": [{"trace_id": t, "grain_id": g} for t, g in owed]},
         )
 

@@ -38,7 +38,7 @@ def test_tombstoned_content_is_refused_until_restored(t0):
     grain_forget(grain_id=grain.pk, reason="user asked to forget", now=t0)
     assert not Grain.objects.exists() and Tombstone.objects.count() == 1
     before = counts()
-    with pytest.raises(Tombstoned, match="restore=true") as err:
+    with pytest.raises(Tombstoned, match="restore set to true") as err:
         grain_store(content="my old address was 12 elm street", now=t0)
     assert err.value.details["forgotten_grain_id"] == grain.pk
     assert counts() == before
