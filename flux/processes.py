@@ -25,9 +25,14 @@ class Service:
 
 
 def services(instance: Instance) -> list[Service]:
-    """What `flux start` runs for an instance (the REST API under daphne)."""
-    return [Service("rest", [python(), "-m", "daphne", "-b", str(instance.setting("REST_HOST")),
-                             "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "daphne")]
+    """What `flux start` runs for an instance: the REST API under daphne, and a Celery worker with
+    beat embedded (periodic maintenance; the in-memory scheduler needs no file)."""
+    return [
+        Service("rest", [python(), "-m", "daphne", "-b", str(instance.setting("REST_HOST")),
+                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "daphne"),
+        Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
+                           "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], "celery"),
+    ]
 
 
 def _pid_file(instance: Instance, service: Service) -> Path:
@@ -65,10 +70,13 @@ def check_port_free(host: str, port: int, key: str, instance: Instance) -> None:
 
 
 def migrate(instance: Instance) -> None:
-    out = subprocess.run([python(), "-m", "django", "migrate", "--no-input"], env=instance.environ(),
-                         cwd=instance.path, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise InstanceError(f"migrating the database of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
+    """Migrate the database and prepare the Celery broker, before any process of the instance starts."""
+    for step, argv in (("migrating the database", ["migrate", "--no-input"]),
+                       ("preparing the task broker", ["flux_broker_prepare"])):
+        out = subprocess.run([python(), "-m", "django", *argv], env=instance.environ(), cwd=instance.path,
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise InstanceError(f"{step} of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
 
 
 def start(instance: Instance, timeout: float = 60.0) -> dict[str, int]:

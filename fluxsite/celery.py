@@ -1,4 +1,8 @@
-"""The Celery app. Embedded default: kombu's SQLAlchemy transport on its own SQLite file."""
+"""The Celery app and its beat schedule, declared here from settings.
+
+Embedded default: kombu's SQLAlchemy transport on its own SQLite file in the
+instance folder (no server); REDIS_URL set: Redis. Results are not stored.
+"""
 from __future__ import annotations
 
 import os
@@ -9,5 +13,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
 
 app = Celery("fluxsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.broker_transport_options = {"connect_args": {"timeout": 30}}
 app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule(sender: Celery, **kwargs: object) -> None:
+    from django.conf import settings
+
+    flux = settings.FLUX
+    sender.conf.beat_schedule = {
+        "decay-sweep": {"task": "graph.decay_sweep", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
+    }
+    if settings.CELERY_BROKER_URL.startswith("sqla+"):
+        sender.conf.beat_schedule["broker-cleanup"] = {
+            "task": "grains.broker_cleanup", "schedule": float(flux["BROKER_CLEANUP_INTERVAL_SECONDS"])}

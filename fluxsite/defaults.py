@@ -80,6 +80,11 @@ SETTINGS: list[Setting] = [
         ("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS", 86400, "Age after which missing feedback no longer blocks."),
     ),
     *_group(
+        "maintenance",
+        ("DECAY_INTERVAL_SECONDS", 3600, "How often Celery beat runs the decay sweep."),
+        ("BROKER_CLEANUP_INTERVAL_SECONDS", 3600, "How often consumed messages are purged from the embedded broker."),
+    ),
+    *_group(
         "storing",
         ("MAX_CONTENT_CHARS", 4000, "Longest grain content accepted, in characters."),
         ("MAX_GRAINS_PER_CALL", 100, "Most grains in one batch store."),

@@ -111,6 +111,9 @@ FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
 
 REDIS_URL = env_str("REDIS_URL", "")
 CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}"
+# A busy broker file waits instead of failing a publish (see NOTES on the SQLAlchemy transport).
+CELERY_BROKER_TRANSPORT_OPTIONS = {} if REDIS_URL else {"connect_args": {"timeout": 30}}
 CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 os.makedirs(DATA_DIR, exist_ok=True)

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
 from graph.policy import grain_weight_now
-from grains.activity import activity_record_many
+from grains.activity import activity_record, activity_record_many
 from grains.bulk import bulk_set
 from grains.models import Grain, Status
 
@@ -53,4 +53,5 @@ def decay_sweep(*, now: datetime | None = None, batch_size: int = 1000) -> Sweep
         examined += len(batch)
         demoted += len(events)
         last_id = batch[-1].pk
+    activity_record("graph.decay_swept", {"examined": examined, "demoted": demoted}, now=now)
     return SweepResult(examined, demoted)

@@ -77,7 +77,8 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert started.returncode == 0, started.stderr
     assert f"http://127.0.0.1:{port}" in started.stdout
     pid = int((home / "mem" / "run" / "rest.pid").read_text())
-    assert alive(pid)
+    worker = int((home / "mem" / "run" / "worker.pid").read_text())
+    assert alive(pid) and alive(worker)
     again = flux(home, "start", "--name", "mem")
     assert again.returncode == 0 and "already running" in again.stdout and str(pid) in again.stdout
     body = json.dumps({"content": "The spare key is under the blue pot"}).encode()
@@ -87,9 +88,9 @@ def test_start_status_stop_leave_nothing_behind(instance):
     status = flux(home, "status", "--name", "mem")
     assert status.returncode == 0 and "running" in status.stdout and "active 1" in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
-    assert stopped.returncode == 0 and str(pid) in stopped.stdout
-    assert not alive(pid)
-    assert not (home / "mem" / "run" / "rest.pid").exists()
+    assert stopped.returncode == 0 and str(pid) in stopped.stdout and str(worker) in stopped.stdout
+    assert not alive(pid) and not alive(worker)
+    assert not list((home / "mem" / "run").glob("*.pid"))
     after = flux(home, "status", "--name", "mem")
     assert after.returncode == 1 and "not running" in after.stdout
 
@@ -155,3 +156,19 @@ def test_the_console_script_is_installed():
     assert script.exists(), "pip install -e . installs the flux script"
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "init" in out.stdout and "mcp-config" in out.stdout
+
+
+def test_beat_runs_the_decay_sweep_in_the_worker(instance):
+    import sqlite3
+    import time
+
+    home, _ = instance
+    config = home / "mem" / "config.yaml"
+    config.write_text(config.read_text() + "DECAY_INTERVAL_SECONDS: 1\n")
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    sweeps, deadline = [], time.monotonic() + 60
+    while len(sweeps) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        with sqlite3.connect(home / "mem" / "flux.sqlite3", timeout=30) as db:
+            sweeps = db.execute("SELECT payload FROM grains_activityevent WHERE kind = 'graph.decay_swept'").fetchall()
+    assert len(sweeps) >= 2, (home / "mem" / "logs" / "worker.log").read_text()[-2000:]
