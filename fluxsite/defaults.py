@@ -43,7 +43,8 @@ SETTINGS: list[Setting] = [
     *_group(
         "learning",
         ("LEARNING_RATE", 0.1, "Weight added to a grain and to the conduits on its path on useful feedback."),
-        ("DECAY_FACTOR", 0.85, "Factor on the weight of a grain and its path conduits on not-useful feedback."),
+        ("DECAY_FACTOR", 0.85, "Factor on the weight of the conduits on a grain's path on not-useful feedback."),
+        ("NOT_USEFUL_GRAIN_FACTOR", 0.85, "Factor on a grain's own weight on not-useful feedback (not useful for one query need not mean useless)."),
         ("WEIGHT_MIN", 0.05, "Lowest weight of a grain or conduit."),
         ("WEIGHT_MAX", 0.95, "Highest weight of a grain or conduit."),
         ("INITIAL_GRAIN_WEIGHT", 0.5, "Weight of a newly stored grain."),

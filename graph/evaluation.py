@@ -1,6 +1,7 @@
 """LoCoMo-format evaluation data and retrieval metrics (pure, no Django)."""
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,6 +70,19 @@ def questions(samples: Sequence[dict], known: set[tuple[str, str]]) -> Iterator[
             evidence = tuple(dict.fromkeys(d for d in ids if (sid, d) in known))
             if evidence:
                 yield Question(sid, str(qa["question"]), int(qa["category"]), evidence)
+
+
+def split_by_sample(asked: Sequence[Question], seed: int) -> tuple[list[Question], list[Question]]:
+    """Per conversation, a seeded shuffle cut in two: (training half, test half)."""
+    train: list[Question] = []
+    test: list[Question] = []
+    for sample in dict.fromkeys(q.sample for q in asked):
+        mine = [q for q in asked if q.sample == sample]
+        random.Random(f"{seed}:{sample}").shuffle(mine)
+        half = len(mine) // 2
+        train += mine[:half]
+        test += mine[half:]
+    return train, test
 
 
 @dataclass

@@ -113,7 +113,7 @@ def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
             grain.tier = Tier.CORE
             activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "core tier"}, now=now)
     else:
-        grain.weight = penalise(current, factor=S("DECAY_FACTOR"), lower=S("WEIGHT_MIN"))
+        grain.weight = penalise(current, factor=S("NOT_USEFUL_GRAIN_FACTOR"), lower=S("WEIGHT_MIN"))
         grain.not_useful_count += 1
     grain.last_decayed_at = now
     grain.save(update_fields=["weight", "useful_count", "not_useful_count", "last_accessed_at", "status", "tier",

@@ -69,3 +69,12 @@ def test_flux_beats_bm25_on_the_dev_file(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["questions"] == 231
     assert result["flux"]["recall@10"] > result["bm25"]["recall@10"]
+
+
+def test_flux_eval_learn_measures_a_test_half_before_and_after(tmp_path):
+    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--learn", "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (result["questions"], result["train_questions"], result["seed"]) == (1, 1, 7)
+    assert set(result["before"]) == set(result["after"]) == {"recall@5", "recall@10", "mrr"}
+    assert "replaying the training half" in out.stderr

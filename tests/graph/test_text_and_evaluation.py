@@ -73,3 +73,14 @@ def test_scores_count_any_evidence_hit_and_reciprocal_rank():
     scores.add([4], {1})  # miss
     assert scores.as_dict() == {"recall@5": round(1 / 3, 4), "recall@10": round(2 / 3, 4),
                                 "mrr": round((1 / 6 + 1 / 2) / 3, 4)}
+
+
+def test_split_by_sample_is_seeded_disjoint_and_per_conversation():
+    from graph.evaluation import Question, split_by_sample
+
+    asked = [Question(s, f"{s}-{i}", 1, ("D1:1",)) for s in ("a", "b") for i in range(5)]
+    train, test = split_by_sample(asked, seed=3)
+    assert {q.text for q in train}.isdisjoint({q.text for q in test})
+    assert len(train) + len(test) == 10 and sum(q.sample == "a" for q in train) == 2
+    assert split_by_sample(asked, seed=3) == (train, test)
+    assert split_by_sample(asked, seed=4) != (train, test)

@@ -11,13 +11,14 @@ from tqdm import tqdm
 
 from fluxsite.conf import flux_setting as S
 from fluxsite.instance import temporary_database
-from graph.evaluation import Scores, questions, turns
+from graph.evaluation import Scores, questions, split_by_sample, turns
 from graph.search import Fts5Search
 from graph.selectors import RETRIEVABLE
-from graph.services import grain_retrieve
+from graph.services import feedback_record, grain_retrieve
 from grains.services import grain_store_batch
 
 CALLER = "flux-eval:test"
+LEARNER = "flux-eval-learner:test"
 
 
 def load_samples(path: Path) -> list[dict]:
@@ -38,27 +39,35 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--data", required=True, type=Path, help="LoCoMo-format JSON file")
         parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+        parser.add_argument("--learn", action="store_true",
+                            help="measure a test half of the questions before and after replaying the other half "
+                                 "with feedback, as an agent would")
+        parser.add_argument("--seed", type=int, default=7, help="seed of the train/test split (--learn)")
 
     def handle(self, *args, **opts) -> None:
         samples = load_samples(opts["data"])
         with temporary_database():
-            result = evaluate(samples, progress=not opts.get("quiet_progress"))
+            if opts["learn"]:
+                result = evaluate_learning(samples, seed=opts["seed"])
+                rows = ("before", "after")
+            else:
+                result = evaluate(samples)
+                rows = ("flux", "bm25")
         self.stdout.write(f"questions: {result['questions']}")
-        for name in ("flux", "bm25"):
+        for name in rows:
             fig = result[name]
-            self.stdout.write(f"{name:>5}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
+            self.stdout.write(f"{name:>6}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
                               f"mrr {fig['mrr']:.3f}")
         if opts["json"]:
             self.stdout.write(json.dumps(result))
 
 
-def evaluate(samples: list[dict], *, progress: bool = True) -> dict:
-    """Store every turn, then ask every question of categories 1-4 of both methods, at one fixed time."""
-    now = timezone.now()
+def load(samples: list[dict], now) -> dict[tuple[str, str], int]:  # noqa: ANN001 - a datetime
+    """Store every turn (batches in conversation order); returns (sample, dia_id) -> grain id."""
     grain_of: dict[tuple[str, str], int] = {}
     all_turns = list(turns(samples))
     cap = S("MAX_GRAINS_PER_CALL")
-    with tqdm(total=len(all_turns), desc="loading turns", unit="turn", file=sys.stderr, disable=not progress) as bar:
+    with tqdm(total=len(all_turns), desc="loading turns", unit="turn", file=sys.stderr) as bar:
         for start in range(0, len(all_turns), cap):
             chunk = all_turns[start : start + cap]
             items = [{"content": t.content, "provenance": "observed", "context": t.context,
@@ -66,10 +75,42 @@ def evaluate(samples: list[dict], *, progress: bool = True) -> dict:
             for turn, stored in zip(chunk, grain_store_batch(items=items, caller=CALLER, now=now)):
                 grain_of[(turn.sample, turn.dia_id)] = stored.grain.pk
             bar.update(len(chunk))
+    return grain_of
+
+
+def ask(asked: list, grain_of: dict, now, desc: str) -> Scores:  # noqa: ANN001
+    scores = Scores()
+    for q in tqdm(asked, desc=desc, unit="q", file=sys.stderr):
+        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
+        scores.add([g.id for g in found.grains], {grain_of[(q.sample, d)] for d in q.evidence})
+    return scores
+
+
+def evaluate_learning(samples: list[dict], *, seed: int) -> dict:
+    """Test half before and after replaying the training half with feedback (the test half gives none)."""
+    now = timezone.now()
+    grain_of = load(samples, now)
+    train, test = split_by_sample(list(questions(samples, set(grain_of))), seed)
+    before = ask(test, grain_of, now, "test half, before")
+    for q in tqdm(train, desc="replaying the training half", unit="q", file=sys.stderr):
+        evidence = {grain_of[(q.sample, d)] for d in q.evidence}
+        found = grain_retrieve(query=q.text, caller=LEARNER, limit=10, enforce_feedback=False, now=now)
+        for grain in found.grains:
+            feedback_record(trace_id=found.trace_id, grain_id=grain.id, useful=grain.id in evidence,
+                            caller=LEARNER, now=now)
+    after = ask(test, grain_of, now, "test half, after")
+    return {"questions": before.questions, "train_questions": len(train), "seed": seed,
+            "before": before.as_dict(), "after": after.as_dict()}
+
+
+def evaluate(samples: list[dict]) -> dict:
+    """Store every turn, then ask every question of categories 1-4 of both methods, at one fixed time."""
+    now = timezone.now()
+    grain_of = load(samples, now)
     asked = list(questions(samples, set(grain_of)))
     flux, bm25 = Scores(), Scores()
     search = Fts5Search()
-    for q in tqdm(asked, desc="asking questions", unit="q", file=sys.stderr, disable=not progress):
+    for q in tqdm(asked, desc="asking questions", unit="q", file=sys.stderr):
         evidence = {grain_of[(q.sample, d)] for d in q.evidence}
         found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
         flux.add([g.id for g in found.grains], evidence)
