@@ -1,6 +1,9 @@
 """Reads of grains for listings and detail views."""
 from __future__ import annotations
 
+from django.db.models import Q
+
+from graph.models import Conduit, TraceItem
 from grains.errors import InvalidInput, NotFound
 from grains.models import Caller, ConfidenceEvent, Grain, Status
 from grains.validate import require_id
@@ -27,10 +30,6 @@ def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -
 
 def grain_detail(grain_id: int, *, traces: int = 20) -> dict:
     """A grain with its conduits, confidence history and latest traces."""
-    from django.db.models import Q
-
-    from graph.models import Conduit, TraceItem
-
     grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).values(*LIST_FIELDS, "content_hash").first()
     if grain is None:
         raise NotFound(f"grain {grain_id} does not exist", details={"grain_id": grain_id})

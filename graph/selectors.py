@@ -9,8 +9,10 @@ from django.db import connection
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
-from graph.models import TraceItem
+from graph.models import Trace, TraceItem
+from grains.errors import NotFound
 from grains.models import Caller, Grain, Status
+from grains.validate import require_id
 
 # Statuses that take part in propagation (quarantined only when asked for).
 RETRIEVABLE = (Status.ACTIVE, Status.DORMANT)
@@ -108,10 +110,6 @@ def feedback_owed(
 
 def trace_detail(trace_id: int) -> dict:
     """A trace with every returned grain, its rank, score, path and feedback."""
-    from graph.models import Trace
-    from grains.errors import NotFound
-    from grains.validate import require_id
-
     trace = Trace.objects.select_related("caller").filter(pk=require_id(trace_id, "trace_id")).first()
     if trace is None:
         raise NotFound(f"trace {trace_id} does not exist", details={"trace_id": trace_id})

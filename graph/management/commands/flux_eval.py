@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -11,7 +12,7 @@ from tqdm import tqdm
 
 from fluxsite.conf import flux_setting as S
 from fluxsite.instance import temporary_database
-from graph.evaluation import Scores, questions, split_by_sample, turns
+from graph.evaluation import Question, Scores, questions, split_by_sample, turns
 from graph.search import Fts5Search
 from graph.selectors import RETRIEVABLE
 from graph.services import feedback_record, grain_retrieve
@@ -62,7 +63,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
 
-def load(samples: list[dict], now) -> dict[tuple[str, str], int]:  # noqa: ANN001 - a datetime
+def load(samples: list[dict], now: datetime) -> dict[tuple[str, str], int]:
     """Store every turn (batches in conversation order); returns (sample, dia_id) -> grain id."""
     grain_of: dict[tuple[str, str], int] = {}
     all_turns = list(turns(samples))
@@ -78,7 +79,7 @@ def load(samples: list[dict], now) -> dict[tuple[str, str], int]:  # noqa: ANN00
     return grain_of
 
 
-def ask(asked: list, grain_of: dict, now, desc: str) -> Scores:  # noqa: ANN001
+def ask(asked: list[Question], grain_of: dict[tuple[str, str], int], now: datetime, desc: str) -> Scores:
     scores = Scores()
     for q in tqdm(asked, desc=desc, unit="q", file=sys.stderr):
         found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
