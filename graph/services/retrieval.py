@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
-from graph.algorithms.propagation import Activation, Ranked, normalise_scores, propagate, rank
+from graph.algorithms.propagation import Activation, Ranked, RankInput, normalise_scores, propagate, rank
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
@@ -69,22 +69,31 @@ def _check(query: object, limit: object) -> tuple[str, int]:
     return query.strip(), limit
 
 
-def activate(query: str, *, statuses: tuple[str, ...], now: datetime, propagation: bool = True) -> dict[int, Activation]:
-    """Entry points for ``query`` and the signal they spread (no writes)."""
+def activate(
+    query: str, *, statuses: tuple[str, ...], now: datetime, propagation: bool = True
+) -> tuple[dict[int, Activation], dict[int, RankInput]]:
+    """Entry points for ``query``, the signal they spread, and the rank inputs of every grain reached
+    (no writes; each grain's row is read once)."""
     hits = entry_search().search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
     entries = normalise_scores(hits)
     params = propagation_params()
     if not propagation:
         params = type(params)(**{**params.__dict__, "max_hops": 0})
     policy = decay_policy()
-    _, entry_status = grain_rank_inputs(entries, statuses=statuses, policy=policy, now=now,
-                                        recency_half_life=1.0, recency_floor=1.0)
-    relay_from = [gid for gid, _ in hits[: S("ENTRY_RELAY")]]
-    return propagate(
+
+    def rank_inputs(ids: list[int]) -> tuple[dict[int, RankInput], dict[int, str]]:
+        return grain_rank_inputs(ids, statuses=statuses, policy=policy, now=now,
+                                 recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
+                                 recency_floor=S("RECENCY_FLOOR"))
+
+    inputs, entry_status = rank_inputs(list(entries))
+    acts = propagate(
         entries, entry_status,
         lambda ids: conduit_neighbours(ids, statuses=statuses, policy=policy, now=now),
-        params, relay_from=relay_from,
+        params, relay_from=[gid for gid, _ in hits[: S("ENTRY_RELAY")]],
     )
+    inputs.update(rank_inputs([gid for gid in acts if gid not in entries])[0])
+    return acts, inputs
 
 
 def grain_retrieve(
@@ -114,11 +123,7 @@ def grain_retrieve(
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
-    acts = activate(query, statuses=statuses, now=now, propagation=propagation)
-    policy = decay_policy()
-    inputs, _ = grain_rank_inputs(acts, statuses=statuses, policy=policy, now=now,
-                                  recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
-                                  recency_floor=S("RECENCY_FLOOR"))
+    acts, inputs = activate(query, statuses=statuses, now=now, propagation=propagation)
     ranked = rank(acts, inputs, limit)
     trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, now))
     return RetrieveResult(trace.pk, query, [
