@@ -42,7 +42,8 @@ SETTINGS: list[Setting] = [
     ),
     *_group(
         "learning",
-        ("LEARNING_RATE", 0.1, "Weight added to a grain and to the conduits on its path on useful feedback."),
+        ("LEARNING_RATE", 0.1, "Weight added to the conduits on a useful grain's path (and to co-useful associations)."),
+        ("GRAIN_LEARNING_RATE", 0.1, "Weight added to a grain itself on useful feedback (it then ranks higher for every query)."),
         ("DECAY_FACTOR", 0.85, "Factor on the weight of the conduits on a grain's path on not-useful feedback."),
         ("NOT_USEFUL_GRAIN_FACTOR", 0.85, "Factor on a grain's own weight on not-useful feedback (not useful for one query need not mean useless)."),
         ("WEIGHT_MIN", 0.05, "Lowest weight of a grain or conduit."),

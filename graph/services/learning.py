@@ -103,7 +103,7 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
 def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
     current = grain_weight_now(grain, now)
     if useful:
-        grain.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
+        grain.weight = reinforce(current, rate=S("GRAIN_LEARNING_RATE"), upper=S("WEIGHT_MAX"))
         grain.useful_count += 1
         grain.last_accessed_at = now
         if grain.status == Status.DORMANT:
