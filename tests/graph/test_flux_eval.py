@@ -53,6 +53,7 @@ def test_flux_eval_prints_both_methods_and_a_json_last_line(tmp_path):
         assert set(result[method]) == {"recall@5", "recall@10", "mrr"}
         assert result[method]["recall@10"] == 1.0
     assert "loading turns" in out.stderr  # the progress bar
+    assert "no_propagation" not in result
     assert not (tmp_path / "inst" / "flux.sqlite3").exists()  # the instance's own database is untouched
 
 
@@ -78,3 +79,10 @@ def test_flux_eval_learn_measures_a_test_half_before_and_after(tmp_path):
     assert (result["questions"], result["train_questions"], result["seed"]) == (1, 1, 7)
     assert set(result["before"]) == set(result["after"]) == {"recall@5", "recall@10", "mrr"}
     assert "replaying the training half" in out.stderr
+
+
+def test_flux_eval_ablate_adds_flux_without_propagation(tmp_path):
+    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--ablate", "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(result["no_propagation"]) == {"recall@5", "recall@10", "mrr"}

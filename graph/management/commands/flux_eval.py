@@ -44,6 +44,8 @@ class Command(BaseCommand):
                             help="measure a test half of the questions before and after replaying the other half "
                                  "with feedback, as an agent would")
         parser.add_argument("--seed", type=int, default=7, help="seed of the train/test split (--learn)")
+        parser.add_argument("--ablate", action="store_true",
+                            help="also measure Flux with propagation off, to show what it contributes")
 
     def handle(self, *args, **opts) -> None:
         samples = load_samples(opts["data"])
@@ -52,8 +54,8 @@ class Command(BaseCommand):
                 result = evaluate_learning(samples, seed=opts["seed"])
                 rows = ("before", "after")
             else:
-                result = evaluate(samples)
-                rows = ("flux", "bm25")
+                result = evaluate(samples, ablate=opts["ablate"])
+                rows = ("flux", "bm25", *(["no_propagation"] if opts["ablate"] else []))
         self.stdout.write(f"questions: {result['questions']}")
         for name in rows:
             fig = result[name]
@@ -79,10 +81,12 @@ def load(samples: list[dict], now: datetime) -> dict[tuple[str, str], int]:
     return grain_of
 
 
-def ask(asked: list[Question], grain_of: dict[tuple[str, str], int], now: datetime, desc: str) -> Scores:
+def ask(asked: list[Question], grain_of: dict[tuple[str, str], int], now: datetime, desc: str,
+        propagation: bool = True) -> Scores:
     scores = Scores()
     for q in tqdm(asked, desc=desc, unit="q", file=sys.stderr):
-        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
+        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False,
+                               propagation=propagation, now=now)
         scores.add([g.id for g in found.grains], {grain_of[(q.sample, d)] for d in q.evidence})
     return scores
 
@@ -104,17 +108,20 @@ def evaluate_learning(samples: list[dict], *, seed: int) -> dict:
             "before": before.as_dict(), "after": after.as_dict()}
 
 
-def evaluate(samples: list[dict]) -> dict:
-    """Store every turn, then ask every question of categories 1-4 of both methods, at one fixed time."""
+def evaluate(samples: list[dict], *, ablate: bool = False) -> dict:
+    """Store every turn, then ask every question of categories 1-4 of both methods, at one fixed time.
+
+    With ``ablate``, Flux is asked again with propagation off (entry search and ranking only).
+    """
     now = timezone.now()
     grain_of = load(samples, now)
     asked = list(questions(samples, set(grain_of)))
-    flux, bm25 = Scores(), Scores()
-    search = Fts5Search()
-    for q in tqdm(asked, desc="asking questions", unit="q", file=sys.stderr):
-        evidence = {grain_of[(q.sample, d)] for d in q.evidence}
-        found = grain_retrieve(query=q.text, caller=CALLER, limit=10, enforce_feedback=False, now=now)
-        flux.add([g.id for g in found.grains], evidence)
+    flux = ask(asked, grain_of, now, "asking Flux")
+    bm25, search = Scores(), Fts5Search()
+    for q in tqdm(asked, desc="asking plain BM25", unit="q", file=sys.stderr):
         hits = search.search(q.text, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
-        bm25.add([gid for gid, _ in hits], evidence)
-    return {"questions": flux.questions, "flux": flux.as_dict(), "bm25": bm25.as_dict()}
+        bm25.add([gid for gid, _ in hits], {grain_of[(q.sample, d)] for d in q.evidence})
+    result = {"questions": flux.questions, "flux": flux.as_dict(), "bm25": bm25.as_dict()}
+    if ablate:
+        result["no_propagation"] = ask(asked, grain_of, now, "asking Flux, propagation off", propagation=False).as_dict()
+    return result
