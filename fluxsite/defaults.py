@@ -120,6 +120,32 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+INFRASTRUCTURE = [
+    ("FLUX_DATA_DIR", "var/ in the checkout", "Folder of the instance: SQLite database, broker file, cache."),
+    ("DATABASE_URL", "", "postgres://user:pass@host:5432/name selects PostgreSQL."),
+    ("REDIS_URL", "", "Redis for the Celery broker and the rate-limit cache."),
+    ("SECRET_KEY", "derived from the data folder", "Django secret key; set one when exposing anything."),
+    ("DEBUG", "false", "Django debug mode."),
+    ("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver", "Host names the service answers to."),
+    ("LOG_LEVEL", "WARNING", "Root log level."),
+]
+
+
+def env_example() -> str:
+    """.env.example: every environment variable, commented at its default (``--env-example`` writes it)."""
+    lines = ["# Flux Memory reads these from the environment; every one is optional.", ""]
+    for name, default, text in INFRASTRUCTURE:
+        lines += [f"# {text} Default: {default or 'unset'}.", f"# {name}="]
+    group = None
+    for s in SETTINGS:
+        if s.group != group:
+            group = s.group
+            lines += ["", f"# --- {group} ---"]
+        default = str(s.default).lower() if isinstance(s.default, bool) else s.default
+        lines += [f"# {s.description}", f"# {s.name}={default}"]
+    return "\n".join(lines) + "\n"
+
+
 def _rewrite_readme(path: str) -> None:
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -134,5 +160,8 @@ if __name__ == "__main__":
 
     if sys.argv[1:2] == ["--readme"]:
         _rewrite_readme(sys.argv[2] if len(sys.argv) > 2 else "README.md")
+    elif sys.argv[1:2] == ["--env-example"]:
+        with open(".env.example", "w", encoding="utf-8") as f:
+            f.write(env_example())
     else:
         print(markdown_table())
