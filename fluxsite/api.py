@@ -92,11 +92,7 @@ def json_object(request: Request, *, allowed: set[str], required: set[str] = fro
 def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
     @functools.wraps(view)
     async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        booth = get_booth()
-        try:
-            future = getattr(booth, submit_name)(functools.partial(view, request, *args, **kwargs))
-        except FluxError as exc:
-            return flux_error_response(exc)
+        future = getattr(get_booth(), submit_name)(functools.partial(view, request, *args, **kwargs))
         return await asyncio.wrap_future(future)
 
     run.csrf_exempt = True

@@ -263,9 +263,8 @@ def grain_extract(
         error = exc if isinstance(exc, FluxError) else LLMBadAnswer(str(exc))
         if S("EXTRACT_FALLBACK") != "caller_extracts":
             raise error from None
-        stored = write(lambda: grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, now=now,
-                                                 _single=True))
-        return ExtractResult(None, stored, warning=f"{error.message}; the text was stored as given")
+        stored = write(lambda: grain_store(**raw, caller=caller, rate_limit=rate_limit, now=now))
+        return ExtractResult(None, [stored], warning=f"{error.message}; the text was stored as given")
     if not facts:
         return ExtractResult(None, [], warning="the LLM found no facts in the text; nothing was stored")
     items = [{"content": f, "provenance": Provenance.AI_INFERRED.value, "context": item.context,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -78,7 +78,7 @@ def activate(
     entries = normalise_scores(hits)
     params = propagation_params()
     if not propagation:
-        params = type(params)(**{**params.__dict__, "max_hops": 0})
+        params = replace(params, max_hops=0)
     policy = decay_policy()
 
     def rank_inputs(ids: list[int]) -> tuple[dict[int, RankInput], dict[int, str]]:
