@@ -1,0 +1,136 @@
+"""Hand-labelled grain pairs for measuring the epistemic rules.
+
+Each entry is (old, new, expected kind or None, expected source or None): `new` was stored
+after `old`. The unrelated pairs share words on purpose, since the rules only ever see
+lexically similar neighbours.
+"""
+from __future__ import annotations
+
+SUPPORTS: list[tuple[str, str, str | None, str | None]] = [
+    ("Alice lives in Paris", "Alice resides in Paris", "supports", "new"),
+    ("Bob works at Google", "Bob is employed by Google", "supports", "new"),
+    ("The meeting is at 3pm on Friday", "Friday's meeting starts at 3pm", "supports", "new"),
+    ("Alice lives in Paris", "Alice lives in Paris with her cat", "supports", "new"),
+    ("Caroline: I work as a software engineer.", "Caroline is a software engineer at a small startup.",
+     "supports", "new"),
+    ("Dave's birthday is June 12", "Dave was born on June 12, 1988", "supports", "new"),
+    ("Tom: My favorite band is Radiohead.", "Tom's favourite band is Radiohead", "supports", "new"),
+    ("Melanie: I have two kids.", "Melanie has 2 children", "supports", "new"),
+    ("Gina works for Door Dash", "Gina has a job at DoorDash", "supports", "new"),
+    ("Sam drives a blue Honda Civic", "Sam's car is a Honda Civic", "supports", "new"),
+    ("Lena is married to Marco", "Lena's husband is Marco", "supports", "new"),
+    ("The dentist appointment is on Tuesday at 10am", "The dentist appointment is at 10am on Tuesday",
+     "supports", "new"),
+    ("Raj likes jazz", "Raj really enjoys jazz music", "supports", "new"),
+    ("Noah: I'm 42 years old.", "Noah is forty-two", "supports", "new"),
+    ("The product launch is scheduled for March 3", "The launch will happen on March 3rd", "supports", "new"),
+    ("Priya is allergic to peanuts", "Priya has a severe peanut allergy", "supports", "new"),
+]
+
+CONTRADICTS: list[tuple[str, str, str | None, str | None]] = [
+    ("Alice likes coffee", "Alice does not like coffee", "contradicts", "new"),
+    ("Bob is 30 years old", "Bob is 35 years old", "contradicts", "new"),
+    ("The launch is on March 3", "The launch is on March 10", "contradicts", "new"),
+    ("Carol's manager is Dave", "Carol's manager is Erin", "contradicts", "new"),
+    ("The offsite meeting is in Room 4", "The offsite meeting is in Room 7", "contradicts", "new"),
+    ("Mia is a vegetarian", "Mia isn't a vegetarian", "contradicts", "new"),
+    ("Tom's phone number is 555-0134", "Tom's phone number is 555-0199", "contradicts", "new"),
+    ("Grace works at Microsoft", "Grace works at Amazon", "contradicts", "new"),
+    ("Omar lives in Toronto", "Omar lives in Vancouver", "contradicts", "new"),
+    ("Melanie: I have never been to Paris.", "Melanie: I've been to Paris twice.", "contradicts", "new"),
+    ("Kai's favourite colour is green", "Kai's favorite color is purple", "contradicts", "new"),
+    ("The flight to Denver leaves at 6:15am", "The flight to Denver departs at 8:40 am", "contradicts", "new"),
+    ("Zoe is allergic to shellfish", "Zoe is not allergic to shellfish", "contradicts", "new"),
+    ("Ben has three children", "Ben has two children", "contradicts", "new"),
+    ("Dana's wedding is on June 14", "Dana's wedding is on July 14", "contradicts", "new"),
+    ("Leo owns a car", "Leo doesn't own a car", "contradicts", "new"),
+    ("Jon: I love hip-hop.", "Jon: I hate hip-hop.", "contradicts", "new"),
+]
+
+SUPERSEDES: list[tuple[str, str, str | None, str | None]] = [
+    ("Alice lives in Paris", "Alice moved to Berlin", "supersedes", "new"),
+    ("Bob works at Google", "Bob quit his job at Google last month", "supersedes", "new"),
+    ("Bob works at Google", "Bob now works at Stripe", "supersedes", "new"),
+    ("Alice lives in Paris", "Alice used to live in Paris", "supersedes", "new"),
+    ("Raj is a junior analyst at the bank", "Raj was promoted to senior analyst", "supersedes", "new"),
+    ("Jon: I work as a banker.", "Jon: I lost my job as a banker yesterday.", "supersedes", "new"),
+    ("Lena is dating Marco", "Lena broke up with Marco in the spring", "supersedes", "new"),
+    ("Tom's phone number is 555-0134", "Tom's new phone number is 555-0188", "supersedes", "new"),
+    ("The team meeting is on Monday", "The team meeting has been moved to Wednesday", "supersedes", "new"),
+    ("Mia eats meat", "Mia doesn't eat meat anymore", "supersedes", "new"),
+    ("Sam drives a Honda Civic", "Sam drives a Tesla these days", "supersedes", "new"),
+    ("Priya lives with her parents", "Priya no longer lives with her parents", "supersedes", "new"),
+    ("Gina: I work at Door Dash.", "Gina: I lost my job at Door Dash this month.", "supersedes", "new"),
+    ("Carol's manager is Dave", "Carol reports to Erin now", "supersedes", "new"),
+    ("Leo is single", "Leo got married in June", "supersedes", "new"),
+    ("The store opens at 9am", "The store now opens at 10am", "supersedes", "new"),
+    ("Ethan has a dog", "Ethan no longer has a dog", "supersedes", "new"),
+    ("Kai: I'm vegetarian.", "Kai: I'm not vegetarian anymore.", "supersedes", "new"),
+    ("Omar lives in Vancouver", "Omar relocated to Toronto for a new job", "supersedes", "new"),
+    ("The concert is on Saturday", "The concert was postponed until next Friday", "supersedes", "new"),
+]
+
+CAUSED_BY: list[tuple[str, str, str | None, str | None]] = [
+    ("A big storm hit Chicago on Monday", "The flight was cancelled because of the storm", "caused_by", "new"),
+    ("The flight to Chicago was cancelled because of the storm", "A huge storm hit Chicago on Monday",
+     "caused_by", "old"),
+    ("Bob broke his leg skiing", "Bob missed the marathon due to his broken leg", "caused_by", "new"),
+    ("The server ran out of disk space overnight",
+     "The nightly backup failed because the server ran out of disk space", "caused_by", "new"),
+    ("Melanie: My mom was in the hospital last week.",
+     "Melanie: I missed the pottery class because my mom was in the hospital.", "caused_by", "new"),
+    ("Heavy rain flooded the basement", "The basement carpet was ruined as a result of the flooding",
+     "caused_by", "new"),
+    ("Gina lost her job at Door Dash", "Losing her job at Door Dash led Gina to start an online clothing store",
+     "caused_by", "new"),
+    ("Sara stayed up all night studying for the exam", "Sara is exhausted because she stayed up all night",
+     "caused_by", "new"),
+    ("Caroline: I went to a support group yesterday.",
+     "Caroline: I feel much more hopeful because of the support group.", "caused_by", "new"),
+    ("Jon's car broke down on the highway", "Jon's car broke down, so he missed the audition", "caused_by", "new"),
+    ("The vendor shipped the parts two weeks late", "The project slipped a month due to the late parts",
+     "caused_by", "new"),
+    ("Ravi has had a bad cold this week", "Ravi skipped the team dinner because he was sick", "caused_by", "new"),
+    ("The kitchen sink was leaking for days", "The leaking sink caused water damage to the floor",
+     "caused_by", "new"),
+]
+
+UNRELATED: list[tuple[str, str, str | None, str | None]] = [
+    ("Alice lives in Paris", "Bob lives in Paris", None, None),
+    ("Alice lives in Paris", "Alice loves Paris", None, None),
+    ("The meeting is on Monday", "The gym is closed on Monday", None, None),
+    ("Alice has a dog named Rex", "Alice walked in the park", None, None),
+    ("Bob works at Google", "Carol works at Google", None, None),
+    ("Caroline: I went to a support group yesterday.", "Melanie: I went to a pottery class yesterday.", None, None),
+    ("Melanie: I love painting.", "Caroline: I love painting too!", None, None),
+    ("Alice lives in Paris", "Alice's sister lives in Lyon", None, None),
+    ("Tom plays tennis on Saturdays", "Tom plays chess online", None, None),
+    ("The launch is on March 3", "The launch party is at the Hilton", None, None),
+    ("Bob is 30 years old", "Bob has 30 days of vacation", None, None),
+    ("Alice is a nurse", "Alice's mother is a nurse", None, None),
+    ("Gina lost her job at Door Dash", "Jon lost his job as a banker", None, None),
+    ("Dave moved to Berlin in 2019", "Dave's brother lives in Berlin", None, None),
+    ("She lives in Paris", "She lives in Rome", None, None),
+    ("Caroline: I moved from Sweden four years ago.", "Melanie: I moved to a new house last year.", None, None),
+    ("The storm knocked out power in Chicago", "The flight to Chicago is at 6am", None, None),
+    ("The project was delayed because the vendor was late", "The vendor is based in Ohio", None, None),
+    ("Jon: I started a dance studio.", "Gina: I started an online clothing store.", None, None),
+    ("Alice has a cat", "Alice has a car", None, None),
+    ("Bob works at Google", "Bob works from home on Fridays", None, None),
+    ("Alice moved to Berlin", "Alice moved the meeting to Friday", None, None),
+    ("Melanie: I'm not sure.", "Melanie: I'm sure the kids will love it.", None, None),
+    ("Carol's manager is Dave", "Dave manages the London office", None, None),
+    ("The meeting is at 3pm on Friday", "The meeting notes were sent on Friday", None, None),
+    ("Lena is married to Marco", "Lena's sister is married to Paolo", None, None),
+    ("Caroline: I went to a support group yesterday.",
+     "Caroline: I went to the support group again last week.", None, None),
+    ("Tom has a dog named Biscuit", "Tom has a dog named Pepper", None, None),
+    ("Alice lives in Paris", "Alice lives in France", None, None),
+    ("Jon: My dance studio is finally open!", "Gina: My clothing store is finally open!", None, None),
+    ("The flight was delayed because of fog", "The train was delayed because of fog", None, None),
+    ("Melanie: I ran a charity race last Saturday.", "Melanie: I ran a 5K last month.", None, None),
+]
+
+LABELLED_PAIRS: list[tuple[str, str, str | None, str | None]] = (
+    SUPPORTS + CONTRADICTS + SUPERSEDES + CAUSED_BY + UNRELATED
+)
