@@ -70,3 +70,23 @@ class Flux:
         from grains.selectors import grain_list
 
         return grain_list(status=status, limit=limit, offset=offset)
+
+    def relate(self, source_id: int, kind: str, target_id: int, *, note: str = "") -> int:
+        """Assert ``source kind target``: supports, contradicts, supersedes (source is newer) or caused_by
+        (source is the effect). Returns the relation's conduit id."""
+        from epistemic.services import relation_assert
+
+        conduit, _ = relation_assert(source_id=source_id, target_id=target_id, kind=kind, note=note,
+                                     caller=self.caller)
+        return conduit.pk
+
+    def relations(self, *, kind: str | None = None, grain_id: int | None = None, limit: int = 50) -> list[dict]:
+        from epistemic.selectors import relation_list
+
+        return relation_list(kind=kind, grain_id=grain_id, limit=limit)
+
+    def grain(self, grain_id: int) -> dict:
+        """A grain's dossier: conduits, confidence history (why it is believed), traces."""
+        from grains.selectors import grain_detail
+
+        return grain_detail(grain_id)

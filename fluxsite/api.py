@@ -89,6 +89,20 @@ def json_object(request: Request, *, allowed: set[str], required: set[str] = fro
     return data
 
 
+def int_param(request: Request, name: str, default: int, low: int | None = None, high: int | None = None) -> int:
+    """An integer query parameter (``default`` when absent), within [low, high] when given."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"'{name}' must be an integer, got {raw!r}", details={"field": name}) from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise InvalidInput(f"'{name}' must be an integer from {low} to {high}, got {value}", details={"field": name})
+    return value
+
+
 def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
     @functools.wraps(view)
     async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:

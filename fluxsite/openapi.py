@@ -5,6 +5,7 @@ from django.http import HttpRequest, JsonResponse
 
 from fluxsite.defaults import DEFAULTS
 from grains.callers import CALLER_ROLES
+from graph.models import RELATION_KINDS
 from grains.models import Provenance, Status
 
 
@@ -36,6 +37,8 @@ GRAIN = {
         "not_useful_count": {"type": "integer"}, "context": {"type": "string"}, "occurred_at": NULLABLE_TIME,
         "created_at": {"type": "string", "format": "date-time"},
         "last_accessed_at": {"type": "string", "format": "date-time"},
+        "superseded_by": {"type": ["integer", "null"], "description": "The grain that superseded this one."},
+        "cluster_id": {"type": ["integer", "null"]},
     },
 }
 STORE_ITEM = {
@@ -67,6 +70,10 @@ RETRIEVED = {
         "path": {"type": "array", "items": {"type": "integer"}}, "provenance": {"type": "string"},
         "status": {"type": "string"}, "confidence": {"type": "number"}, "weight": {"type": "number"},
         "context": {"type": "string"},
+        "superseded_by": {"type": ["integer", "null"],
+                          "description": "The live grain that supersedes this one; it ranks above it."},
+        "contradicted_by": {"type": "array", "items": {"type": "integer"},
+                            "description": "Grains that contradict this one."},
     },
 }
 ERROR = {
@@ -154,6 +161,34 @@ SCHEMA = {
         "/traces/{trace_id}": _get("A retrieval: query, caller, returned grains with paths and feedback",
                                    {"200": _json(OBJECT, "The trace")}, 400, 404, parameters=_id_param("trace_id")),
         "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}),
+        "/relations": {
+            **_get("Typed relations (supports, contradicts, supersedes, caused_by), newest first",
+                   {"200": _json({"type": "object", "required": ["relations"], "properties": {
+                       "relations": {"type": "array", "items": OBJECT}}}, "Relations")}, 400,
+                   parameters=[
+                       {"name": "kind", "in": "query", "schema": {"type": "string", "enum": [k.value for k in RELATION_KINDS]}},
+                       {"name": "grain_id", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                                      "maximum": 2**63 - 1}},
+                       {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                       {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
+                                                                    "maximum": 2**31 - 1}},
+                   ]),
+            **_post("Assert a typed relation between two grains (applied once: confidence, supersession)",
+                    {"type": "object", "required": ["source_id", "target_id", "kind"], "additionalProperties": False,
+                     "properties": {
+                         "source_id": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1,
+                                       "description": "supersedes: the newer grain; caused_by: the effect."},
+                         "target_id": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+                         "kind": {"type": "string", "enum": [k.value for k in RELATION_KINDS]},
+                         "note": {"type": "string", "maxLength": 200}}},
+                    {"201": _json(OBJECT, "Asserted"), "200": _json(OBJECT, "Already known")}, 400, 404, 409, 503),
+        },
+        "/clusters": _get(
+            "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400,
+            parameters=[
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
+            ]),
     },
     "components": {"schemas": {"Grain": GRAIN, "StoreItem": STORE_ITEM, "Stored": STORED,
                                "RetrievedGrain": RETRIEVED, "Error": ERROR}},

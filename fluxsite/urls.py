@@ -8,7 +8,8 @@ from django.urls import path
 from fluxsite.admin_link import admin_link_login
 from fluxsite.api import error_body, read_view, record_view
 from fluxsite.openapi import openapi_view
-from graph.api import FeedbackView, RetrieveView, TraceDetailView
+from epistemic.api import RelationsView
+from graph.api import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
 from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
 from vitals.api import HealthView
 
@@ -22,6 +23,8 @@ urlpatterns = [
     path("grains/<int:grain_id>", read_view(GrainDetailView.as_view())),
     path("traces/<int:trace_id>", read_view(TraceDetailView.as_view())),
     path("callers", read_view(CallerListView.as_view())),
+    path("relations", read_view(RelationsView.as_view())),
+    path("clusters", read_view(ClusterListView.as_view())),
     path("openapi.json", openapi_view),
     path("admin/login-link/<str:token>", admin_link_login),
     path("admin/", admin.site.urls),

@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fluxsite.api import booth_write, json_object, request_caller
+from fluxsite.api import booth_write, int_param, json_object, request_caller
 from fluxsite.conf import flux_setting
 from grains.errors import InvalidInput
 from grains.selectors import LIST_FIELDS, caller_list, grain_detail, grain_list
@@ -49,19 +49,9 @@ class StoreBatchView(APIView):
                          "created": sum(r.created for r in results)}, status=201)
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInput(f"'{name}' must be an integer, got {raw!r}", details={"field": name}) from None
-
-
 class GrainListView(APIView):
     def get(self, request: Request) -> Response:
-        limit, offset = _int_param(request, "limit", 50), _int_param(request, "offset", 0)
+        limit, offset = int_param(request, "limit", 50), int_param(request, "offset", 0)
         status = request.query_params.get("status") or None
         grains = grain_list(status=status, limit=limit, offset=offset)
         return Response({"grains": grains, "status": status, "limit": limit, "offset": offset})

@@ -84,6 +84,10 @@ class Grain(models.Model):
     created_at = models.DateTimeField()
     last_accessed_at = models.DateTimeField()
     last_decayed_at = models.DateTimeField()
+    confidence_at = models.DateTimeField(help_text="When the confidence last changed (age drift runs from here).")
+    status_changed_at = models.DateTimeField(help_text="When the grain entered its status.")
+    superseded_by = models.BigIntegerField(
+        null=True, blank=True, help_text="Id of the grain that supersedes this one (it may since be a tombstone).")
     cluster = models.ForeignKey("graph.Cluster", null=True, blank=True, on_delete=models.SET_NULL)
     caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="grains")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="grains",
@@ -94,6 +98,7 @@ class Grain(models.Model):
             models.Index(fields=["status", "id"], name="grain_status_id"),
             models.Index(fields=["context", "id"], name="grain_context_id"),
             models.Index(fields=["last_decayed_at"], name="grain_last_decayed"),
+            models.Index(fields=["cluster", "id"], name="grain_cluster_id"),
         ]
 
     def __str__(self) -> str:
@@ -109,6 +114,8 @@ class Tombstone(models.Model):
     reason = models.CharField(max_length=200)
     created_at = models.DateTimeField()
     caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="tombstones")
+    superseded_by = models.BigIntegerField(
+        null=True, blank=True, help_text="Id of the grain that superseded the forgotten one, so chains still resolve.")
 
     def __str__(self) -> str:
         return f"tombstone of #{self.grain_id} ({self.reason})"
@@ -121,6 +128,10 @@ class ConfidenceEvent(models.Model):
     confidence = models.FloatField()
     reason = models.CharField(max_length=64)
     created_at = models.DateTimeField()
+    caller = models.ForeignKey(Caller, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                               help_text="Who caused the change (a corroborating caller, a rater), if anyone.")
+    related_grain_id = models.BigIntegerField(null=True, blank=True,
+                                              help_text="The grain that supported or contradicted this one, if any.")
 
     class Meta:
         indexes = [models.Index(fields=["grain", "created_at"], name="confidence_grain_time")]

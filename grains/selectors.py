@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from epistemic.selectors import successors_resolve
 from graph.models import Conduit, TraceItem
 from grains.errors import InvalidInput, NotFound
 from grains.models import Caller, ConfidenceEvent, Grain, Status
@@ -11,7 +12,8 @@ from grains.validate import require_id
 STATUSES = [s.value for s in Status]
 MAX_OFFSET = 2**31 - 1
 LIST_FIELDS = ("id", "content", "provenance", "status", "tier", "confidence", "weight", "level", "retrievals",
-               "useful_count", "not_useful_count", "context", "occurred_at", "created_at", "last_accessed_at")
+               "useful_count", "not_useful_count", "context", "occurred_at", "created_at", "last_accessed_at",
+               "superseded_by", "cluster_id")
 
 
 def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
@@ -34,17 +36,21 @@ def grain_detail(grain_id: int, *, traces: int = 20) -> dict:
     if grain is None:
         raise NotFound(f"grain {grain_id} does not exist", details={"grain_id": grain_id})
     gid = grain["id"]
+    if grain["superseded_by"] is not None:
+        grain["current_successor"] = successors_resolve([grain["superseded_by"]])[grain["superseded_by"]]
     conduits = Conduit.objects.filter(Q(source_id=gid) | Q(target_id=gid)).order_by("-weight")
     grain["conduits"] = [
         {"id": c.pk, "kind": c.kind, "weight": round(c.weight, 4), "directed": c.directed,
+         "asserted_by": c.asserted_by, "note": c.note,
          "other_grain_id": c.target_id if c.source_id == gid else c.source_id,
          "direction": "out" if c.source_id == gid else "in", "uses": c.uses, "useful_uses": c.useful_uses,
          "created_at": c.created_at}
         for c in conduits[:200]
     ]
-    grain["confidence_history"] = list(
-        ConfidenceEvent.objects.filter(grain_id=gid).order_by("created_at", "pk").values("confidence", "reason",
-                                                                                        "created_at"))
+    grain["confidence_history"] = [
+        {"confidence": e.confidence, "reason": e.reason, "created_at": e.created_at,
+         "related_grain_id": e.related_grain_id, "caller_name": str(e.caller) if e.caller else None}
+        for e in ConfidenceEvent.objects.filter(grain_id=gid).select_related("caller").order_by("created_at", "pk")]
     items = TraceItem.objects.filter(grain_id=gid).select_related("trace", "feedback").order_by("-trace_id")
     grain["traces"] = [
         {"trace_id": i.trace_id, "query": i.trace.query, "rank": i.rank, "score": round(i.score, 6), "hops": i.hops,

@@ -18,11 +18,13 @@ from grains.callers import caller_resolve
 from grains.content import content_hash, normalise
 from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, NotFound, Tombstoned
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
+from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.limits import grains_rate_slot
 from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 from grains.validate import require_id
-from graph.services.conduits import conduits_link_new_grains
+from epistemic.services import relations_detect
+from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
 T = TypeVar("T")
 PROVENANCES = [p.value for p in Provenance]
@@ -104,16 +106,27 @@ def _prior(provenance: str) -> float:
     return S(f"PRIOR_{provenance.upper()}")
 
 
-def _corroborate(grain: Grain, now: datetime) -> Grain:
-    grain.confidence = min(1.0, grain.confidence + S("CORROBORATION_BOOST"))
+def _corroborate(grain: Grain, caller: Caller, now: datetime) -> Grain:
+    """Known content stored again: a caller who has not vouched for it yet raises its confidence.
+
+    The same caller repeating itself only counts as a use. A dormant or
+    archived grain wakes up, unless it was superseded.
+    """
+    changes = Changes(now)
+    vouched = grain.caller_id == caller.pk or ConfidenceEvent.objects.filter(
+        grain=grain, caller=caller, reason="corroborated").exists()
+    if not vouched:
+        changes.confidence(grain, changes.rules.raised(grain.confidence, changes.rules.corroboration), "corroborated",
+                           caller=caller)
     grain.last_accessed_at = now
-    if grain.status in (Status.DORMANT, Status.ARCHIVED):
-        grain.status = Status.ACTIVE
-        grain.weight = max(grain.weight, S("INITIAL_GRAIN_WEIGHT"))
-        grain.last_decayed_at = now
-    grain.save(update_fields=["confidence", "last_accessed_at", "status", "weight", "last_decayed_at"])
-    ConfidenceEvent.objects.create(grain=grain, confidence=grain.confidence, reason="corroborated", created_at=now)
-    activity_record("grains.grain_corroborated", {"grain_id": grain.pk, "confidence": grain.confidence}, now=now)
+    if grain.status in (Status.DORMANT, Status.ARCHIVED) and grain.superseded_by is None:
+        if changes.status(grain, Status.ACTIVE, "stored again"):
+            grain.weight = max(grain.weight, S("INITIAL_GRAIN_WEIGHT"))
+            grain.last_decayed_at = now
+    grain.save(update_fields=["last_accessed_at", "weight", "last_decayed_at", *GRAIN_STATE_FIELDS])
+    changes.save()
+    activity_record("grains.grain_corroborated" if not vouched else "grains.grain_repeated",
+                    {"grain_id": grain.pk, "confidence": grain.confidence, "caller": str(caller)}, now=now)
     return grain
 
 
@@ -154,7 +167,7 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
         grain = Grain(content=item.content, content_hash=item.content_hash, provenance=item.provenance,
                       confidence=_prior(item.provenance), weight=S("INITIAL_GRAIN_WEIGHT"), context=item.context,
                       occurred_at=item.occurred_at, created_at=now, last_accessed_at=now, last_decayed_at=now,
-                      caller=caller, source=source)
+                      confidence_at=now, status_changed_at=now, caller=caller, source=source)
         known[item.content_hash] = grain
         new.append(grain)
         plan.append((grain, True))
@@ -163,14 +176,16 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
     Grain.objects.bulk_create(new)
     ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
                                                          reason=f"prior:{g.provenance}", created_at=now) for g in new])
-    linked = conduits_link_new_grains(new, now=now)
+    near = lexical_neighbours(new, limit=max(S("STORE_LINK_NEIGHBOURS"), S("EPISTEMIC_CANDIDATES")))
+    linked = conduits_link_new_grains(new, lexical=near, now=now)
+    relations_detect(new, near, now=now)
     activity_record_many([("grains.grain_stored", {
         "grain_id": g.pk, "provenance": g.provenance, "caller": str(caller), "linked": linked.get(g.pk, 0),
         "restored": g.content_hash in restored}) for g in new], now=now)
     results = []
     for grain, created in plan:
         if not created:
-            grain = _corroborate(grain, now)
+            grain = _corroborate(grain, caller, now)
         results.append(StoreResult(grain, created=created, restored=created and grain.content_hash in restored))
     return results
 
@@ -283,7 +298,11 @@ def grain_extract(
 def grain_forget(
     *, grain_id: int, reason: str, caller: str | Caller | None = None, now: datetime | None = None
 ) -> Tombstone:
-    """Delete a grain and its conduits, leaving a tombstone of its content hash."""
+    """Delete a grain and its conduits, leaving a tombstone of its content hash.
+
+    The tombstone keeps what superseded the grain, so grains it superseded
+    still find their current successor through it.
+    """
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("'reason' is required: say why the grain is forgotten", details={"field": "reason"})
     now = now or timezone.now()
@@ -294,7 +313,7 @@ def grain_forget(
         who = caller_resolve(caller, now=now)
         tomb = Tombstone.objects.create(
             content_hash=grain.content_hash, grain_id=grain.pk, preview=grain.content[:120],
-            reason=reason.strip()[:200], created_at=now, caller=who,
+            reason=reason.strip()[:200], created_at=now, caller=who, superseded_by=grain.superseded_by,
         )
         grain.delete()
         activity_record("grains.grain_forgotten", {"grain_id": grain_id, "reason": tomb.reason}, now=now)

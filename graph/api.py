@@ -5,9 +5,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fluxsite.api import booth_record, json_object, request_caller
+from fluxsite.api import booth_record, int_param, json_object, request_caller
 from fluxsite.booth import get_booth
-from graph.selectors import trace_detail
+from graph.selectors import cluster_list, trace_detail
 from graph.services import feedback_accept, grain_retrieve
 from grains.validate import require_bool
 
@@ -38,3 +38,9 @@ class FeedbackView(APIView):
 class TraceDetailView(APIView):
     def get(self, request: Request, trace_id: int) -> Response:
         return Response(trace_detail(trace_id))
+
+
+class ClusterListView(APIView):
+    def get(self, request: Request) -> Response:
+        limit, offset = int_param(request, "limit", 100, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
+        return Response({"clusters": cluster_list(limit=limit, offset=offset), "limit": limit, "offset": offset})

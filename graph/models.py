@@ -13,6 +13,9 @@ class ConduitKind(models.TextChoices):
     ABSTRACTS = "abstracts"
 
 
+# Typed relations of the epistemic layer.
+RELATION_KINDS = (ConduitKind.SUPPORTS, ConduitKind.CONTRADICTS, ConduitKind.SUPERSEDES, ConduitKind.CAUSED_BY)
+
 # Kinds whose meaning has a direction; signal still flows both ways unless ``directed``.
 DIRECTED_KINDS = {ConduitKind.SHORTCUT, ConduitKind.SUPERSEDES, ConduitKind.CAUSED_BY, ConduitKind.ABSTRACTS}
 
@@ -22,7 +25,10 @@ class Cluster(models.Model):
 
     label = models.CharField(max_length=200, blank=True)
     size = models.PositiveIntegerField(default=0)
-    density = models.FloatField(default=0.0)
+    density = models.FloatField(default=0.0, help_text="Internal conduits / possible pairs.")
+    internal_weight = models.FloatField(default=0.0, help_text="Mean weight of the internal conduits.")
+    hubs = models.JSONField(default=list, help_text="Most connected members, the cluster's weak neighbours in retrieval.")
+    terms = models.JSONField(default=list, help_text="Most distinctive terms of the members (the label).")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -43,13 +49,19 @@ class Conduit(models.Model):
     created_at = models.DateTimeField()
     last_used_at = models.DateTimeField(null=True, blank=True)
     last_decayed_at = models.DateTimeField()
+    asserted_by = models.CharField(max_length=8, default="store",
+                                   help_text="store (linking on store), learning, rules, llm or caller.")
+    note = models.CharField(max_length=200, blank=True, help_text="Why a typed relation was asserted.")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["source", "target", "kind"], name="conduit_unique_pair_kind"),
             models.CheckConstraint(condition=~models.Q(source=models.F("target")), name="conduit_no_self_loop"),
         ]
-        indexes = [models.Index(fields=["target", "directed"], name="conduit_target_directed")]
+        indexes = [
+            models.Index(fields=["target", "directed"], name="conduit_target_directed"),
+            models.Index(fields=["kind", "id"], name="conduit_kind_id"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.source_id} -{self.kind}-> {self.target_id} ({self.weight:.2f})"

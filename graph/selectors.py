@@ -9,7 +9,9 @@ from django.db import connection
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
-from graph.models import Trace, TraceItem
+from django.db.models import Q
+
+from graph.models import Cluster, Conduit, ConduitKind, Trace, TraceItem
 from grains.errors import NotFound
 from grains.models import Caller, Grain, Status
 from grains.validate import require_id
@@ -74,20 +76,37 @@ def grain_rank_inputs(
     now_ts = now.timestamp()
     for chunk in _chunks(list(ids)):
         sql = (
-            f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')} "
-            f"FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
+            f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
+            f"superseded_by FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at in cursor.fetchall():
+            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor in cursor.fetchall():
                 inputs[gid] = RankInput(
                     weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
                     confidence=confidence,
                     recency=recency_factor(max(0.0, now_ts - float(accessed_at)), half_life_seconds=recency_half_life,
                                            floor=recency_floor),
+                    superseded_by=successor,
                 )
                 status[gid] = st
     return inputs, status
+
+
+def contradictions_of(ids: Sequence[int]) -> dict[int, list[int]]:
+    """For each of ``ids``, the grains it has a ``contradicts`` relation with (one query)."""
+    out: dict[int, list[int]] = defaultdict(list)
+    if not ids:
+        return out
+    rows = Conduit.objects.filter(kind=ConduitKind.CONTRADICTS).filter(
+        Q(source_id__in=ids) | Q(target_id__in=ids)).values_list("source_id", "target_id")
+    wanted = set(ids)
+    for a, b in rows:
+        if a in wanted:
+            out[a].append(b)
+        if b in wanted:
+            out[b].append(a)
+    return out
 
 
 def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
@@ -124,3 +143,63 @@ def trace_detail(trace_id: int) -> dict:
             for i in items
         ],
     }
+
+
+def active_graph(*, policy: DecayPolicy, now: datetime) -> tuple[list[int], list[tuple[int, int, float]]]:
+    """Every active grain id and every conduit between two active grains, with its decayed weight.
+
+    Two streaming queries; the rows never become model instances. Cost: O(grains + conduits).
+    """
+    now_ts = now.timestamp()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM grains_grain WHERE status = %s ORDER BY id", [Status.ACTIVE])
+        nodes = [gid for (gid,) in cursor.fetchall()]
+        cursor.execute(
+            f"SELECT c.source_id, c.target_id, c.weight, {_epoch('c.created_at')}, {_epoch('c.last_decayed_at')} "
+            "FROM graph_conduit c CROSS JOIN grains_grain s CROSS JOIN grains_grain t "
+            "WHERE s.id = c.source_id AND t.id = c.target_id AND s.status = %s AND t.status = %s",
+            [Status.ACTIVE, Status.ACTIVE],
+        )
+        edges = [(a, b, policy.conduit_weight(w, float(created), float(decayed), now_ts))
+                 for a, b, w, created, decayed in cursor.fetchall()]
+    return nodes, edges
+
+
+def grain_texts(ids: Sequence[int]) -> dict[int, tuple[str, int | None]]:
+    """Content and current cluster of each grain of ``ids``."""
+    out: dict[int, tuple[str, int | None]] = {}
+    for chunk in _chunks(list(ids)):
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id, content, cluster_id FROM grains_grain WHERE id IN ({_marks(chunk)})", chunk)
+            out.update({gid: (content, cluster) for gid, content, cluster in cursor.fetchall()})
+    return out
+
+
+def cluster_hub_edges(ids: Iterable[int], *, statuses: Sequence[str], weight: float) -> dict[int, list[Edge]]:
+    """Weak edges from each of ``ids`` to the hubs of its cluster (those with one of ``statuses``).
+
+    Edges carry the negated cluster id in place of a conduit id: they are not
+    conduits, and learning leaves them alone.
+    """
+    ids = list(ids)
+    out: dict[int, list[Edge]] = defaultdict(list)
+    if weight <= 0 or not ids:
+        return out
+    member_of = dict(Grain.objects.filter(pk__in=ids, cluster__isnull=False).values_list("pk", "cluster_id"))
+    if not member_of:
+        return out
+    hubs = dict(Cluster.objects.filter(pk__in=set(member_of.values())).values_list("pk", "hubs"))
+    wanted = {h for hs in hubs.values() for h in hs}
+    status = dict(Grain.objects.filter(pk__in=wanted, status__in=statuses).values_list("pk", "status"))
+    for gid, cluster in member_of.items():
+        for hub in hubs.get(cluster, ()):
+            if hub != gid and hub in status:
+                out[gid].append(Edge(hub, weight, -cluster, status[hub]))
+    return out
+
+
+def cluster_list(*, limit: int = 100, offset: int = 0) -> list[dict]:
+    """Clusters, largest first, with label, size, density, mean internal weight and hubs."""
+    rows = Cluster.objects.order_by("-size", "id").values(
+        "id", "label", "terms", "size", "density", "internal_weight", "hubs", "created_at", "updated_at")
+    return list(rows[offset: offset + limit])

@@ -1,13 +1,21 @@
-"""Celery tasks of the graph: each loads what it needs, calls one service, and is safe to run twice."""
+"""Celery tasks of the graph: each calls one service and is safe to run twice."""
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from celery import shared_task
 
-from graph.services import decay_sweep
+from graph.services import cluster_rebuild, decay_sweep
 
 
 @shared_task(name="graph.decay_sweep")
 def decay_sweep_task() -> dict:
-    """Apply lazy decay everywhere and move idle grains to dormant (idempotent)."""
+    """Apply lazy decay and the lifecycle moves everywhere (idempotent)."""
     result = decay_sweep()
-    return {"examined": result.examined, "demoted": result.demoted}
+    return {"examined": result.examined, "moved": result.moved}
+
+
+@shared_task(name="graph.cluster_rebuild")
+def cluster_rebuild_task() -> dict:
+    """Re-cluster the active graph (deterministic; a concurrent second run is skipped)."""
+    return asdict(cluster_rebuild())

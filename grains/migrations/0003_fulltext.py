@@ -1,7 +1,7 @@
 """Full-text index over grain content, kept in sync by the database itself.
 
 SQLite: an external-content FTS5 table (porter stemming) maintained by triggers;
-archived grains are left out of it, so they can never be found. A vocabulary
+(0005 puts archived grains in it too; queries filter by status.) A vocabulary
 table beside it gives each term's document frequency. PostgreSQL: a
 GIN index over ``to_tsvector('english', content)``.
 """

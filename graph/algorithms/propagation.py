@@ -127,6 +127,7 @@ class RankInput:
     weight: float
     confidence: float
     recency: float
+    superseded_by: int | None = None  # the live grain that supersedes this one, if any
 
 
 @dataclass(frozen=True)
@@ -135,21 +136,28 @@ class Ranked:
     score: float
 
 
-def rank(acts: Mapping[int, Activation], inputs: Mapping[int, RankInput], limit: int) -> list[Ranked]:
+def rank(acts: Mapping[int, Activation], inputs: Mapping[int, RankInput], limit: int,
+         superseded_factor: float = 0.9) -> list[Ranked]:
     """Top ``limit`` grains by signal x weight x confidence x recency.
 
-    Grains missing from ``inputs`` (not retrievable) are skipped. Ties break by
+    Grains missing from ``inputs`` (not retrievable) are skipped. A superseded
+    grain hands its score to its successor when that was reached too, and
+    ranks at most ``superseded_factor`` of the successor's score: the current
+    statement answers first, the outdated one right below it. Ties break by
     the grain's own match signal, then by the newer id.
     """
-    scored = []
+    scores = {}
     for gid, act in acts.items():
         inp = inputs.get(gid)
-        if inp is None:
-            continue
-        score = act.signal * inp.weight * inp.confidence * inp.recency
-        scored.append((score, act.entry, gid, act))
-    top = heapq.nlargest(limit, scored, key=lambda row: (row[0], row[1], row[2]))
-    return [Ranked(act, score) for score, _, _, act in top]
+        if inp is not None:
+            scores[gid] = act.signal * inp.weight * inp.confidence * inp.recency
+    replaced = {gid: inputs[gid].superseded_by for gid in scores if inputs[gid].superseded_by in scores}
+    for gid, successor in replaced.items():
+        scores[successor] = max(scores[successor], scores[gid])
+    for gid, successor in replaced.items():
+        scores[gid] = min(scores[gid], scores[successor] * superseded_factor)
+    top = heapq.nlargest(limit, scores.items(), key=lambda kv: (kv[1], acts[kv[0]].entry, kv[0]))
+    return [Ranked(acts[gid], score) for gid, score in top]
 
 
 def normalise_scores(hits: Sequence[tuple[int, float]]) -> dict[int, float]:

@@ -17,21 +17,22 @@ def _ends(a: int, b: int, kind: str) -> tuple[int, int]:
     return (a, b) if kind in DIRECTED_KINDS or a < b else (b, a)
 
 
-def _lexical_neighbours(grains: list[Grain]) -> dict[int, dict[int, float]]:
-    """For each grain, the grains most similar in wording: id -> similarity in (0, 1]."""
-    want = S("STORE_LINK_NEIGHBOURS")
-    if want <= 0 or not grains:
+def lexical_neighbours(grains: list[Grain], *, limit: int) -> dict[int, list[tuple[int, float]]]:
+    """For each grain, up to ``limit`` other retrievable grains most similar in wording, best first.
+
+    Similarity is the neighbour's match score over the grain's own (in (0, 1]);
+    one search per grain on its STORE_LINK_TERMS rarest terms.
+    """
+    if limit <= 0 or not grains:
         return {}
     found = entry_search(max_docs=S("STORE_LINK_MAX_DOCS")).search_many(
-        [g.content for g in grains], limit=want + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
-    floor = S("STORE_LINK_MIN_SIMILARITY")
+        [g.content for g in grains], limit=limit + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
     out = {}
     for grain, hits in zip(grains, found):
         if not hits:
             continue
         reference = dict(hits).get(grain.pk) or hits[0][1]
-        similar = [(gid, min(1.0, score / reference)) for gid, score in hits if gid != grain.pk][:want]
-        out[grain.pk] = {gid: sim for gid, sim in similar if sim >= floor}
+        out[grain.pk] = [(gid, min(1.0, score / reference)) for gid, score in hits if gid != grain.pk][:limit]
     return out
 
 
@@ -61,18 +62,24 @@ def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
     return found
 
 
-def conduits_link_new_grains(grains: list[Grain], *, now: datetime) -> dict[int, int]:
+def conduits_link_new_grains(
+    grains: list[Grain], *, now: datetime, lexical: dict[int, list[tuple[int, float]]] | None = None
+) -> dict[int, int]:
     """Association conduits from new grains to their lexical and context neighbours, in one insert.
 
+    ``lexical`` is ``lexical_neighbours`` of the grains when already known.
     Returns how many links each grain got. A pair found twice keeps its strongest weight.
     """
     lo, hi = S("WEIGHT_MIN"), S("WEIGHT_MAX")
+    want, floor = S("STORE_LINK_NEIGHBOURS"), S("STORE_LINK_MIN_SIMILARITY")
     pairs: dict[tuple[int, int], float] = {}
     linked: dict[int, int] = {}
     context = _context_neighbours(grains)
-    lexical = _lexical_neighbours(grains)
+    if lexical is None:
+        lexical = lexical_neighbours(grains, limit=want)
     for grain in grains:
-        weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in lexical.get(grain.pk, {}).items()}
+        near = [(gid, sim) for gid, sim in lexical.get(grain.pk, [])[:want] if sim >= floor]
+        weights = {gid: S("LEXICAL_CONDUIT_WEIGHT") * sim for gid, sim in near}
         for gid in context.get(grain.pk, ()):
             weights[gid] = max(weights.get(gid, 0.0), S("CONTEXT_CONDUIT_WEIGHT"))
         for gid, weight in weights.items():
@@ -106,3 +113,21 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
     conduit.last_decayed_at = conduit.last_used_at = now
     conduit.save(update_fields=["weight", "last_decayed_at", "last_used_at"])
     return conduit, False
+
+
+def conduit_relate(source: int, target: int, *, kind: str, asserted_by: str, note: str,
+                   now: datetime) -> tuple[Conduit, bool]:
+    """The typed relation ``source -kind-> target`` (RELATION_CONDUIT_WEIGHT), created once.
+
+    Symmetric kinds (supports, contradicts) are stored with source < target.
+    Signal flows both ways along every relation: a query that finds an old
+    statement must reach the one that superseded it, and the reverse.
+    Returns the conduit and whether it was created; an existing one is left as it is.
+    """
+    source, target = _ends(source, target, kind)
+    conduit, created = Conduit.objects.get_or_create(
+        source_id=source, target_id=target, kind=kind,
+        defaults={"weight": clamp(S("RELATION_CONDUIT_WEIGHT"), S("WEIGHT_MIN"), S("WEIGHT_MAX")),
+                  "created_at": now, "last_decayed_at": now, "asserted_by": asserted_by, "note": note[:200]},
+    )
+    return conduit, created

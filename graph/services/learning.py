@@ -15,6 +15,7 @@ from graph.services.conduits import conduit_strengthen
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_resolve
+from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.errors import Conflict, InvalidInput, NotFound
 from grains.models import Caller, Grain, Status, Tier
 from grains.validate import require_bool, require_id
@@ -86,7 +87,7 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
     """Adjust the grain, its path, co-useful associations and shortcuts for one feedback."""
     item = feedback.item
     grain = Grain.objects.get(pk=item.grain_id)
-    _learn_grain(grain, feedback.useful, now)
+    _learn_grain(grain, feedback, now)
     _learn_path(item.conduits, feedback.useful, now)
     created: list[dict] = []
     if feedback.useful:
@@ -100,24 +101,29 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
     }, now=now)
 
 
-def _learn_grain(grain: Grain, useful: bool, now: datetime) -> None:
+def _learn_grain(grain: Grain, feedback: Feedback, now: datetime) -> None:
+    """Weight, counters, tier, status and confidence of the rated grain."""
+    changes = Changes(now)
     current = grain_weight_now(grain, now)
-    if useful:
+    if feedback.useful:
         grain.weight = reinforce(current, rate=S("GRAIN_LEARNING_RATE"), upper=S("WEIGHT_MAX"))
         grain.useful_count += 1
         grain.last_accessed_at = now
-        if grain.status == Status.DORMANT:
-            grain.status = Status.ACTIVE
-            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "useful"}, now=now)
+        if grain.status == Status.DORMANT and grain.superseded_by is None:
+            changes.status(grain, Status.ACTIVE, "useful")
         if grain.tier != Tier.CORE and grain.useful_count >= S("PROMOTION_THRESHOLD"):
             grain.tier = Tier.CORE
-            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "core tier"}, now=now)
+            changes.activity.append(("grains.grain_promoted", {"grain_id": grain.pk, "from": "working",
+                                                               "to": "core", "reason": "core tier"}))
     else:
         grain.weight = penalise(current, factor=S("NOT_USEFUL_GRAIN_FACTOR"), lower=S("WEIGHT_MIN"))
         grain.not_useful_count += 1
+    changes.confidence(grain, changes.rules.after_feedback(grain.confidence, feedback.useful),
+                       "useful" if feedback.useful else "not useful", caller_id=feedback.caller_id)
     grain.last_decayed_at = now
-    grain.save(update_fields=["weight", "useful_count", "not_useful_count", "last_accessed_at", "status", "tier",
-                              "last_decayed_at"])
+    grain.save(update_fields=["weight", "useful_count", "not_useful_count", "last_accessed_at", "tier",
+                              "last_decayed_at", *GRAIN_STATE_FIELDS])
+    changes.save()
 
 
 def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:

@@ -1,7 +1,7 @@
 """Retrieval by signal propagation, recorded as a trace."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
@@ -11,14 +11,17 @@ from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
-from graph.algorithms.propagation import Activation, Ranked, RankInput, normalise_scores, propagate, rank
+from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
-from graph.selectors import RETRIEVABLE, conduit_neighbours, feedback_owed, grain_rank_inputs, grains_by_id
+from epistemic.selectors import successors_resolve
+from graph.selectors import (RETRIEVABLE, cluster_hub_edges, conduit_neighbours, contradictions_of, feedback_owed,
+                             grain_rank_inputs, grains_by_id)
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_resolve
+from grains.lifecycle import Changes
 from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
 
@@ -39,9 +42,11 @@ class RetrievedGrain:
     confidence: float
     weight: float
     context: str
+    superseded_by: int | None = None
+    contradicted_by: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "contradicted_by": list(self.contradicted_by)}
 
 
 @dataclass(frozen=True)
@@ -69,31 +74,57 @@ def _check(query: object, limit: object) -> tuple[str, int]:
     return query.strip(), limit
 
 
+def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[list[tuple[int, float]], bool]:
+    """Lexical entry points; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH)."""
+    search = entry_search()
+    hits = search.search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
+    if len(hits) >= limit or not S("ARCHIVE_SEARCH") or Status.ARCHIVED in statuses:
+        return hits, False
+    archived = search.search(query, limit=limit - len(hits), statuses=(Status.ARCHIVED,),
+                             max_terms=S("QUERY_MAX_TERMS"))
+    return hits + archived, bool(archived)
+
+
 def activate(
-    query: str, *, statuses: tuple[str, ...], now: datetime, propagation: bool = True
+    query: str, *, statuses: tuple[str, ...], now: datetime, limit: int, propagation: bool = True
 ) -> tuple[dict[int, Activation], dict[int, RankInput]]:
     """Entry points for ``query``, the signal they spread, and the rank inputs of every grain reached
-    (no writes; each grain's row is read once)."""
-    hits = entry_search().search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
+    (no writes; each grain's row is read once). Superseded grains carry their live successor."""
+    hits, from_archive = _entry_hits(query, statuses=statuses, limit=limit)
     entries = normalise_scores(hits)
     params = propagation_params()
     if not propagation:
         params = replace(params, max_hops=0)
     policy = decay_policy()
+    readable = statuses + ((Status.ARCHIVED,) if from_archive else ())
 
     def rank_inputs(ids: list[int]) -> tuple[dict[int, RankInput], dict[int, str]]:
-        return grain_rank_inputs(ids, statuses=statuses, policy=policy, now=now,
+        return grain_rank_inputs(ids, statuses=readable, policy=policy, now=now,
                                  recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
                                  recency_floor=S("RECENCY_FLOOR"))
 
+    def neighbours(ids: Iterable[int]) -> dict[int, list[Edge]]:
+        ids = list(ids)
+        edges = conduit_neighbours(ids, statuses=statuses, policy=policy, now=now)
+        for gid, extra in cluster_hub_edges(ids, statuses=statuses, weight=S("CLUSTER_NEIGHBOUR_WEIGHT")).items():
+            linked = {e.target for e in edges[gid]}
+            edges[gid].extend(e for e in extra if e.target not in linked)
+        return edges
+
     inputs, entry_status = rank_inputs(list(entries))
-    acts = propagate(
-        entries, entry_status,
-        lambda ids: conduit_neighbours(ids, statuses=statuses, policy=policy, now=now),
-        params, relay_from=[gid for gid, _ in hits[: S("ENTRY_RELAY")]],
-    )
+    acts = propagate(entries, entry_status, neighbours, params, relay_from=[gid for gid, _ in hits[: S("ENTRY_RELAY")]])
     inputs.update(rank_inputs([gid for gid in acts if gid not in entries])[0])
-    return acts, inputs
+    return acts, _with_successors(inputs)
+
+
+def _with_successors(inputs: dict[int, RankInput]) -> dict[int, RankInput]:
+    """Point superseded grains at the live end of their supersession chain (through tombstones)."""
+    pointers = {inp.superseded_by for inp in inputs.values() if inp.superseded_by is not None}
+    if not pointers:
+        return inputs
+    live = successors_resolve(pointers)
+    return {gid: replace(inp, superseded_by=live.get(inp.superseded_by)) if inp.superseded_by is not None else inp
+            for gid, inp in inputs.items()}
 
 
 def grain_retrieve(
@@ -123,14 +154,16 @@ def grain_retrieve(
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
-    acts, inputs = activate(query, statuses=statuses, now=now, propagation=propagation)
-    ranked = rank(acts, inputs, limit)
+    acts, inputs = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
+    ranked = rank(acts, inputs, limit, superseded_factor=S("SUPERSEDED_RANK_FACTOR"))
     trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, now))
+    conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     return RetrieveResult(trace.pk, query, [
         RetrievedGrain(
             id=g.pk, content=g.content, rank=i, score=round(r.score, 6), signal=round(r.activation.signal, 6),
             hops=r.activation.hops, path=list(r.activation.path), provenance=g.provenance, status=g.status,
             confidence=round(g.confidence, 4), weight=round(g.weight, 4), context=g.context,
+            superseded_by=inputs[g.pk].superseded_by, contradicted_by=sorted(conflicts.get(g.pk, [])),
         )
         for i, r in enumerate(ranked, start=1)
         for g in [grains[r.activation.grain_id]]
@@ -175,14 +208,21 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
 
 
 def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:
-    """Count the retrieval, write the decayed weight back, wake dormant grains."""
+    """Count the retrieval, write the decayed weight back, wake dormant and archived grains.
+
+    A superseded grain stays asleep: finding it is no reason to believe it again.
+    """
     grains = grains_by_id(ids)
+    changes = Changes(now)
     for grain in grains.values():
         grain.weight = grain_weight_now(grain, now)
         grain.last_decayed_at = grain.last_accessed_at = now
         grain.retrievals += 1
-        if grain.status == Status.DORMANT:
-            grain.status = Status.ACTIVE
-            activity_record("grains.grain_promoted", {"grain_id": grain.pk, "reason": "retrieved"}, now=now)
-    bulk_set(Grain, ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status"], grains.values())
+        if grain.status == Status.ARCHIVED:
+            changes.status(grain, Status.ACTIVE, "retrieved from the archive")
+        elif grain.status == Status.DORMANT and grain.superseded_by is None:
+            changes.status(grain, Status.ACTIVE, "retrieved")
+    bulk_set(Grain, ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status", "status_changed_at"],
+             grains.values())
+    changes.save()
     return grains

@@ -253,10 +253,11 @@ def test_grain_detail_has_conduits_confidence_history_and_traces(api):
     result = _store_and_retrieve(api)
     top = result["grains"][0]["id"]
     api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
-    api.post("/store", {"content": "Kai drinks oat milk"})
+    api.post("/store", {"content": "Kai drinks oat milk"}, caller="other:chat")
     detail = api.get(f"/grains/{top}").json()
     assert detail["conduits"] and detail["conduits"][0]["kind"] == "association"
-    assert [h["reason"] for h in detail["confidence_history"]] == ["prior:ai_stated", "corroborated"]
+    history = [(h["reason"], h["caller_name"]) for h in detail["confidence_history"]]
+    assert history == [("prior:ai_stated", None), ("useful", "tester:test"), ("corroborated", "other:chat")]
     assert detail["traces"][0]["trace_id"] == result["trace_id"] and detail["traces"][0]["useful"] is True
     assert api.get("/grains/424242").status_code == 404
     assert api.get("/traces/424242").status_code == 404
@@ -282,7 +283,8 @@ def test_health_counts_grains_conduits_and_queues(api):
 def test_openapi_describes_every_endpoint(api):
     schema = api.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
-                                    "/grains/{grain_id}", "/traces/{trace_id}", "/callers"}
+                                    "/grains/{grain_id}", "/traces/{trace_id}", "/callers", "/relations",
+                                    "/clusters"}
 
 
 def test_write_depth_counts_only_writes_and_returns_to_zero(api):

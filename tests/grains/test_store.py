@@ -19,7 +19,7 @@ def counts() -> tuple[int, ...]:
 
 def test_exact_duplicate_returns_the_existing_grain_and_corroborates_it(t0):
     first = grain_store(content="Paris is the capital of France", provenance="ai_stated", now=t0)
-    again = grain_store(content="  paris is the capital   of FRANCE ", now=t0)
+    again = grain_store(content="  paris is the capital   of FRANCE ", caller="another:chat", now=t0)
     assert (first.created, again.created) == (True, False)
     assert again.grain.pk == first.grain.pk
     assert Grain.objects.count() == 1

@@ -1,4 +1,4 @@
-"""Store throughput and retrieve latency on N synthetic grains, against FTS5 floors.
+"""Store throughput, clustering cost and retrieve latency on N synthetic grains, against FTS5 floors.
 
 Two floors, measured on the same data in the same run: a raw FTS5 BM25 query
 over every query term, and Flux's own entry search alone (the rare terms that
@@ -26,7 +26,7 @@ from fluxsite.instance import temporary_database
 from fluxsite.net import free_port, wait_for_http
 from graph.search import Fts5Search, entry_search
 from graph.selectors import RETRIEVABLE
-from graph.services import grain_retrieve
+from graph.services import cluster_rebuild, grain_retrieve
 from graph.synthetic import Corpus
 from grains.services import grain_store, grain_store_batch
 
@@ -82,6 +82,7 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
     batch_rate = n / (time.perf_counter() - start)
     single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
                                                caller=CALLER) for g in grains[n:]], "single store")
+    clusters = cluster_rebuild()  # retrieval is then timed with cluster neighbours in play, as after a beat run
     queries = [corpus.query_about(corpus.rng.choice(grains).content) for _ in range(q)]
     now = timezone.now()
     plain, entry = Fts5Search(), entry_search()
@@ -97,6 +98,7 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
         "store_batch_grains_per_s": round(batch_rate, 1),
         "store_single_grains_per_s": round(1000 / statistics.mean(single_ms), 1),
         "store_single_ms": percentiles(single_ms),
+        "cluster_rebuild_s": clusters.seconds, "clusters": clusters.clusters, "clustered_grains": clusters.clustered,
         "fts5_floor_ms": percentiles(floor),
         "entry_search_ms": percentiles(entries),
         "retrieve_inprocess_ms": percentiles(inproc),

@@ -6,7 +6,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Count
+from django.test import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
@@ -15,7 +18,8 @@ from fluxsite.instance import temporary_database
 from graph.evaluation import Question, Scores, questions, split_by_sample, turns
 from graph.search import Fts5Search
 from graph.selectors import RETRIEVABLE
-from graph.services import feedback_record, grain_retrieve
+from graph.models import RELATION_KINDS, Conduit
+from graph.services import cluster_rebuild, feedback_record, grain_retrieve
 from grains.services import grain_store_batch
 
 CALLER = "flux-eval:test"
@@ -55,11 +59,13 @@ class Command(BaseCommand):
                 rows = ("before", "after")
             else:
                 result = evaluate(samples, ablate=opts["ablate"])
-                rows = ("flux", "bm25", *(["no_propagation"] if opts["ablate"] else []))
+                rows = ("flux", "bm25", *(["no_propagation", "no_clusters"] if opts["ablate"] else []))
         self.stdout.write(f"questions: {result['questions']}")
+        if "graph" in result:
+            self.stdout.write(f"graph: {json.dumps(result['graph'])}")
         for name in rows:
             fig = result[name]
-            self.stdout.write(f"{name:>6}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
+            self.stdout.write(f"{name:>14}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
                               f"mrr {fig['mrr']:.3f}")
         if opts["json"]:
             self.stdout.write(json.dumps(result))
@@ -95,6 +101,7 @@ def evaluate_learning(samples: list[dict], *, seed: int) -> dict:
     """Test half before and after replaying the training half with feedback (the test half gives none)."""
     now = timezone.now()
     grain_of = load(samples, now)
+    organise(now)
     train, test = split_by_sample(list(questions(samples, set(grain_of))), seed)
     before = ask(test, grain_of, now, "test half, before")
     for q in tqdm(train, desc="replaying the training half", unit="q", file=sys.stderr):
@@ -108,20 +115,32 @@ def evaluate_learning(samples: list[dict], *, seed: int) -> dict:
             "before": before.as_dict(), "after": after.as_dict()}
 
 
-def evaluate(samples: list[dict], *, ablate: bool = False) -> dict:
-    """Store every turn, then ask every question of categories 1-4 of both methods, at one fixed time.
+def organise(now: datetime) -> dict:
+    """What the beat would do after loading: cluster the graph. Returns what the graph holds."""
+    clusters = cluster_rebuild(now=now)
+    relations = dict(Conduit.objects.filter(kind__in=RELATION_KINDS).values_list("kind").annotate(n=Count("id")))
+    return {"clusters": clusters.clusters, "clustered": clusters.clustered, "cluster_seconds": clusters.seconds,
+            "relations": relations}
 
-    With ``ablate``, Flux is asked again with propagation off (entry search and ranking only).
+
+def evaluate(samples: list[dict], *, ablate: bool = False) -> dict:
+    """Store every turn, cluster, then ask every question of categories 1-4 of both methods, at one fixed time.
+
+    With ``ablate``, Flux is asked again with propagation off (entry search and
+    ranking only) and with cluster neighbours off.
     """
     now = timezone.now()
     grain_of = load(samples, now)
+    graph = organise(now)
     asked = list(questions(samples, set(grain_of)))
     flux = ask(asked, grain_of, now, "asking Flux")
     bm25, search = Scores(), Fts5Search()
     for q in tqdm(asked, desc="asking plain BM25", unit="q", file=sys.stderr):
         hits = search.search(q.text, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
         bm25.add([gid for gid, _ in hits], {grain_of[(q.sample, d)] for d in q.evidence})
-    result = {"questions": flux.questions, "flux": flux.as_dict(), "bm25": bm25.as_dict()}
+    result = {"questions": flux.questions, "graph": graph, "flux": flux.as_dict(), "bm25": bm25.as_dict()}
     if ablate:
         result["no_propagation"] = ask(asked, grain_of, now, "asking Flux, propagation off", propagation=False).as_dict()
+        with override_settings(FLUX={**settings.FLUX, "CLUSTER_NEIGHBOUR_WEIGHT": 0.0}):
+            result["no_clusters"] = ask(asked, grain_of, now, "asking Flux, cluster neighbours off").as_dict()
     return result

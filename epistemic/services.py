@@ -1,0 +1,140 @@
+"""The epistemic layer: typed relations between grains, and what they do to what is believed.
+
+``supports`` raises both grains' confidence; ``contradicts`` lowers both and
+may quarantine the clearly less believed one; ``supersedes`` demotes the old
+grain and points it at its successor; ``caused_by`` only links. A relation is
+applied once: finding it again (a rerun, a second detector) changes nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from epistemic.confidence import contradiction_loser
+from epistemic.rules import Relation, relation_between
+from fluxsite.conf import flux_setting as S
+from graph.models import RELATION_KINDS, Conduit, ConduitKind
+from graph.services.conduits import conduit_relate
+from grains.activity import activity_record
+from grains.callers import caller_resolve
+from grains.errors import Conflict, InvalidInput, NotFound
+from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
+from grains.models import Caller, Grain, Status
+from grains.validate import require_id
+
+
+def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str, note: str, now: datetime,
+                   caller: Caller | None = None) -> tuple[Conduit, bool]:
+    """Record ``source -kind-> target`` and its effect on both grains, once.
+
+    Runs inside the caller's transaction. Returns the conduit and whether it is new.
+    """
+    if kind == ConduitKind.SUPERSEDES and source.superseded_by == target.pk:
+        raise Conflict(f"grain {target.pk} already supersedes grain {source.pk}; a grain cannot supersede its "
+                       "successor", details={"source_id": source.pk, "target_id": target.pk})
+    conduit, created = conduit_relate(source.pk, target.pk, kind=kind, asserted_by=asserted_by, note=note, now=now)
+    if not created:
+        return conduit, False
+    changes = Changes(now)
+    rules = changes.rules
+    if kind == ConduitKind.SUPPORTS:
+        for grain, other in ((source, target), (target, source)):
+            changes.confidence(grain, rules.raised(grain.confidence, rules.corroboration), "supported",
+                               caller=caller, related=other.pk)
+    elif kind == ConduitKind.CONTRADICTS:
+        for grain, other in ((source, target), (target, source)):
+            changes.confidence(grain, rules.lowered(grain.confidence, rules.contradiction), "contradicted",
+                               caller=caller, related=other.pk)
+        loser = contradiction_loser((source.pk, source.confidence), (target.pk, target.confidence),
+                                    margin=S("CONTRADICTION_QUARANTINE_MARGIN"))
+        if loser is not None:
+            lost, won = (source, target) if loser == source.pk else (target, source)
+            if lost.status in (Status.ACTIVE, Status.DORMANT):
+                changes.status(lost, Status.QUARANTINED, f"lost a contradiction with #{won.pk}")
+    elif kind == ConduitKind.SUPERSEDES:
+        target.superseded_by = source.pk
+        if target.status == Status.ACTIVE:
+            changes.status(target, Status.DORMANT, f"superseded by #{source.pk}")
+    for grain in (source, target):
+        grain.save(update_fields=[*GRAIN_STATE_FIELDS, "superseded_by"])
+    changes.save()
+    activity_record("epistemic.relation_found", {
+        "conduit_id": conduit.pk, "kind": kind, "source_id": conduit.source_id, "target_id": conduit.target_id,
+        "asserted_by": asserted_by, "note": conduit.note}, now=now)
+    return conduit, True
+
+
+def when(grain: Grain) -> float:
+    return (grain.occurred_at or grain.created_at).timestamp()
+
+
+def apply_found(new: Grain, old: Grain, relation: Relation, *, asserted_by: str, now: datetime) -> Conduit | None:
+    source, target = (new, old) if relation.source == "new" else (old, new)
+    try:
+        conduit, created = relation_apply(source, target, kind=relation.kind, asserted_by=asserted_by,
+                                          note=relation.reason, now=now)
+    except Conflict:
+        return None  # a detector's opinion never overrides an existing supersession the other way
+    return conduit if created else None
+
+
+def near_pairs(grains: Iterable[Grain], near: dict[int, list[tuple[int, float]]]) -> list[tuple[int, int]]:
+    """(older id, newer id) pairs of each grain with its EPISTEMIC_CANDIDATES nearest, each pair once."""
+    count = S("EPISTEMIC_CANDIDATES")
+    pairs = {tuple(sorted((g.pk, other))) for g in grains for other, _ in near.get(g.pk, [])[:count]}
+    return sorted(pairs)  # type: ignore[arg-type]
+
+
+def relations_detect(grains: list[Grain], near: dict[int, list[tuple[int, float]]], *,
+                     now: datetime) -> list[Conduit]:
+    """Compare new grains with their nearest grains by the rules, and apply what is found.
+
+    ``near`` is ``lexical_neighbours`` of the grains. The older grain of a pair
+    is the one stored first. Runs inside the caller's transaction; a no-op
+    unless EPISTEMIC_ENABLED.
+    """
+    if not S("EPISTEMIC_ENABLED") or not grains:
+        return []
+    pairs = near_pairs(grains, near)
+    known = {g.pk: g for g in grains}
+    known.update(Grain.objects.in_bulk([gid for pair in pairs for gid in pair if gid not in known]))
+    found = []
+    for old_id, new_id in pairs:
+        old, new = known.get(old_id), known.get(new_id)
+        if old is None or new is None:
+            continue
+        relation = relation_between(new.content, old.content, new_time=when(new), old_time=when(old))
+        if relation is not None:
+            conduit = apply_found(new, old, relation, asserted_by="rules", now=now)
+            if conduit is not None:
+                found.append(conduit)
+    return found
+
+
+def relation_assert(*, source_id: int, target_id: int, kind: str, note: str = "",
+                    caller: str | Caller | None = None, now: datetime | None = None) -> tuple[Conduit, bool]:
+    """A caller states a relation between two grains ("12 supersedes 7", "9 caused_by 4").
+
+    Same effects as a detected relation. Unknown grains are NotFound, a bad
+    kind or a grain related to itself InvalidInput; nothing is written then.
+    """
+    if kind not in RELATION_KINDS:
+        raise InvalidInput(f"'kind' {kind!r} is not one of {', '.join(RELATION_KINDS)}", details={"field": "kind"})
+    source_id, target_id = require_id(source_id, "source_id"), require_id(target_id, "target_id")
+    if source_id == target_id:
+        raise InvalidInput("a grain cannot be related to itself; give two different grain ids",
+                           details={"field": "target_id"})
+    if not isinstance(note, str) or len(note) > 200:
+        raise InvalidInput("'note' must be a string of at most 200 characters", details={"field": "note"})
+    now = now or timezone.now()
+    with transaction.atomic():
+        grains = Grain.objects.in_bulk([source_id, target_id])
+        for field, gid in (("source_id", source_id), ("target_id", target_id)):
+            if gid not in grains:
+                raise NotFound(f"grain {gid} does not exist", details={"field": field, "grain_id": gid})
+        who = caller_resolve(caller, now=now)
+        return relation_apply(grains[source_id], grains[target_id], kind=kind, asserted_by="caller",
+                              note=note.strip() or f"asserted by {who}", now=now, caller=who)

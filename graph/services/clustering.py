@@ -1,0 +1,104 @@
+"""Re-clustering the active graph with Louvain, keeping cluster identities across runs."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from fluxsite.conf import flux_setting as S
+from graph.algorithms.clustering import cluster_shape, inherit_identity, internal_edges, label_terms, louvain
+from graph.algorithms.text import terms
+from graph.models import Cluster
+from graph.policy import decay_policy
+from graph.selectors import active_graph, grain_texts
+from grains.activity import activity_record
+from grains.models import Grain
+
+LOCK = "flux:cluster_rebuild"
+WRITE_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    clusters: int
+    clustered: int
+    created: int
+    kept: int
+    removed: int
+    seconds: float
+    skipped: bool = False
+
+
+def _labels(communities: list[set[int]], texts: dict[int, tuple[str, int | None]]) -> list[list[str]]:
+    words = {gid: terms(content, max_terms=64) for gid, (content, _) in texts.items()}
+    doc_freq = Counter(t for ws in words.values() for t in ws)
+    count = S("CLUSTER_LABEL_TERMS")
+    return [label_terms([words[g] for g in members], doc_freq, len(words), count=count) for members in communities]
+
+
+def cluster_rebuild(*, now: datetime | None = None) -> ClusterResult:
+    """Louvain over the weighted active graph; clusters stored with members, size, density, hubs, label.
+
+    A community of at least CLUSTER_MIN_SIZE grains continues the old cluster
+    it overlaps by CLUSTER_MIN_OVERLAP, else becomes a new one; clusters left
+    with no community are removed (their grains' cluster is cleared). The
+    graph is read without a transaction and written in short ones, so the
+    REST service keeps writing meanwhile; grains stored during a run join a
+    cluster at the next run. One run at a time (a cache lock); a second
+    concurrent call returns ``skipped``. Deterministic for a given graph.
+    Cost: O(grains + conduits) in Python plus Louvain in C (seconds at 100,000 grains).
+    """
+    if not cache.add(LOCK, 1, timeout=3600):
+        return ClusterResult(0, 0, 0, 0, 0, 0.0, skipped=True)
+    try:
+        return _rebuild(now or timezone.now())
+    finally:
+        cache.delete(LOCK)
+
+
+def _rebuild(now: datetime) -> ClusterResult:
+    started = time.monotonic()
+    nodes, edges = active_graph(policy=decay_policy(), now=now)
+    found = louvain(nodes, edges, resolution=S("CLUSTER_RESOLUTION"), seed=S("CLUSTER_SEED"))
+    communities = [c for c in found if len(c) >= S("CLUSTER_MIN_SIZE")]
+    texts = grain_texts(nodes)
+    previous = {gid: cluster for gid, (_, cluster) in texts.items() if cluster is not None}
+    identities = inherit_identity(communities, previous, min_overlap=S("CLUSTER_MIN_OVERLAP"))
+    shapes = [cluster_shape(c, e, hubs=S("CLUSTER_HUBS")) for c, e in zip(communities, internal_edges(communities, edges))]
+    labels = _labels(communities, texts)
+    with transaction.atomic():
+        existing = Cluster.objects.in_bulk([i for i in identities if i is not None])
+        clusters = []
+        for members, old_id, shape, label in zip(communities, identities, shapes, labels):
+            cluster = existing.get(old_id) or Cluster(created_at=now)
+            cluster.label, cluster.terms, cluster.size = " / ".join(label), label, len(members)
+            cluster.density, cluster.internal_weight = round(shape.density, 6), round(shape.internal_weight, 6)
+            cluster.hubs, cluster.updated_at = list(shape.hubs), now
+            cluster.save()
+            clusters.append(cluster)
+    target = {g: c.pk for members, c in zip(communities, clusters) for g in members}
+    changed = [(target.get(g), g) for g in nodes if target.get(g) != previous.get(g)]
+    for start in range(0, len(changed), WRITE_CHUNK):
+        with transaction.atomic():
+            for cluster_id, ids in _by_cluster(changed[start: start + WRITE_CHUNK]).items():
+                Grain.objects.filter(pk__in=ids).update(cluster_id=cluster_id)
+    kept_ids = {c.pk for c in clusters}
+    removed, _ = Cluster.objects.exclude(pk__in=kept_ids).delete()
+    result = ClusterResult(
+        clusters=len(clusters), clustered=len(target), created=sum(i is None for i in identities),
+        kept=sum(i is not None for i in identities), removed=removed, seconds=round(time.monotonic() - started, 3))
+    activity_record("graph.clusters_rebuilt", {**result.__dict__, "grains": len(nodes), "conduits": len(edges)},
+                    now=now)
+    return result
+
+
+def _by_cluster(pairs: list[tuple[int | None, int]]) -> dict[int | None, list[int]]:
+    out: dict[int | None, list[int]] = {}
+    for cluster_id, gid in pairs:
+        out.setdefault(cluster_id, []).append(gid)
+    return out

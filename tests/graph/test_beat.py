@@ -1,0 +1,69 @@
+"""A real Celery worker with beat runs every scheduled task: on the embedded broker, and on a real Redis."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.servers import ROOT, redis_server
+
+SCHEDULED = {"graph.decay_swept", "graph.clusters_rebuilt", "epistemic.pass_completed"}
+SEED = """
+from flux.sdk import Flux
+mem = Flux.open(caller="seed:test")
+mem.store_batch([{"content": c, "context": "chat-1"} for c in (
+    "Alice lives in Paris", "Alice works as a nurse in Paris", "Alice has a cat named Tom",
+    "Bob plays the cello", "Bob practices the cello every evening", "Bob lives near the river")])
+"""
+
+
+def environ(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "FLUX_DATA_DIR": str(data_dir), "DECAY_INTERVAL_SECONDS": "1",
+           "CLUSTER_INTERVAL_SECONDS": "1", "EPISTEMIC_INTERVAL_SECONDS": "1", **extra}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return env
+
+
+def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
+    """Prepare an instance, start `celery worker --beat` on it, and wait (at most 90 s) for each scheduled task."""
+    env = environ(data_dir, **extra)
+    for argv in (["manage.py", "migrate", "--no-input"], ["manage.py", "flux_broker_prepare"], ["-c", SEED]):
+        subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    log = data_dir / "worker.log"
+    with open(log, "wb") as out:
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool",
+                                   "solo", "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"],
+                                  cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    seen: set[str] = set()
+    try:
+        deadline = time.monotonic() + 90
+        while not SCHEDULED <= seen and time.monotonic() < deadline and worker.poll() is None:
+            time.sleep(0.5)
+            with sqlite3.connect(data_dir / "flux.sqlite3", timeout=30) as db:
+                seen = {k for (k,) in db.execute("SELECT DISTINCT kind FROM grains_activityevent")}
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert SCHEDULED <= seen, log.read_text()[-3000:]
+    return seen
+
+
+def clusters_of(data_dir: Path) -> list[tuple[str, int]]:
+    with sqlite3.connect(data_dir / "flux.sqlite3", timeout=30) as db:
+        return db.execute("SELECT label, size FROM graph_cluster ORDER BY size DESC").fetchall()
+
+
+def test_beat_runs_every_scheduled_task_on_the_embedded_broker(tmp_path):
+    run_worker_until_every_task_ran(tmp_path / "inst")
+    assert (tmp_path / "inst" / "celery-broker.sqlite3").exists()
+    assert clusters_of(tmp_path / "inst"), "the clustering task stored clusters"
+
+
+def test_beat_runs_every_scheduled_task_on_redis(tmp_path):
+    with redis_server() as url:
+        run_worker_until_every_task_ran(tmp_path / "inst", REDIS_URL=url)
+    assert not (tmp_path / "inst" / "celery-broker.sqlite3").exists(), "with REDIS_URL the broker is Redis"
+    assert clusters_of(tmp_path / "inst")
