@@ -134,3 +134,47 @@ UNRELATED: list[tuple[str, str, str | None, str | None]] = [
 LABELLED_PAIRS: list[tuple[str, str, str | None, str | None]] = (
     SUPPORTS + CONTRADICTS + SUPERSEDES + CAUSED_BY + UNRELATED
 )
+
+# Written after the rules, by someone who had not read them, and never used to change them: the
+# figures on these are the honest estimate of how the rules do on new sentences.
+HELD_OUT: list[tuple[str, str, str | None, str | None]] = [
+    ("Hana lives in Osaka", "Hana lives in Osaka near the castle", "supports", "new"),
+    ("Omar works at Siemens", "Omar is employed by Siemens", "supports", "new"),
+    ("The board meeting is on Thursday", "The board meeting takes place on Thursday", "supports", "new"),
+    ("Felix: My sister is called Ines.", "Felix's sister is named Ines", "supports", "new"),
+    ("Zoe owns a red bicycle", "Zoe has a red bike", "supports", "new"),
+    ("Marta is 28 years old", "Marta is 31 years old", "contradicts", "new"),
+    ("The concert starts at 8pm", "The concert starts at 9pm", "contradicts", "new"),
+    ("Karl likes olives", "Karl does not like olives", "contradicts", "new"),
+    ("Iris works at the city library", "Iris does not work at the city library", "contradicts", "new"),
+    ("The rent is 900 euros a month", "The rent is 1200 euros a month", "contradicts", "new"),
+    ("Leo's manager is Sandra", "Leo's manager is Victor", "contradicts", "new"),
+    ("The wedding is on June 14", "The wedding is on June 21", "contradicts", "new"),
+    ("Chen lives in Toronto", "Chen moved to Vancouver", "supersedes", "new"),
+    ("Ana works at Spotify", "Ana quit Spotify and joined Figma", "supersedes", "new"),
+    ("Ben is a junior developer", "Ben is now a senior developer", "supersedes", "new"),
+    ("Eva has a dog named Bruno", "Eva no longer has a dog", "supersedes", "new"),
+    ("Tariq drives a Ford Focus", "Tariq switched to an electric Kia", "supersedes", "new"),
+    ("Nora: I live with my parents.", "Nora: I moved out of my parents' place last month.", "supersedes", "new"),
+    ("Jules is single", "Jules is now engaged to Pia", "supersedes", "new"),
+    ("There was a power cut in the building", "The lift stopped because of the power cut", "caused_by", "new"),
+    ("Heavy snow fell overnight", "The school closed due to the heavy snow", "caused_by", "new"),
+    ("Mia missed the train because she overslept", "Mia overslept on Monday", "caused_by", "old"),
+    ("The server ran out of disk space", "The backup failed because the server ran out of disk space",
+     "caused_by", "new"),
+    ("Hana lives in Osaka", "Kenji lives in Osaka", None, None),
+    ("Omar works at Siemens", "Omar visited Siemens headquarters", None, None),
+    ("The board meeting is on Thursday", "The gym is closed on Thursday", None, None),
+    ("Marta is 28 years old", "Marta's flat is 28 square metres", None, None),
+    ("Karl likes olives", "Karl bought olives at the market", None, None),
+    ("Chen lives in Toronto", "Chen flew to Vancouver for a conference", None, None),
+    ("Zoe owns a red bicycle", "Zoe painted her door red", None, None),
+    ("Leo's manager is Sandra", "Sandra manages the Berlin office", None, None),
+    ("The concert starts at 8pm", "Dinner is at 8pm before the concert", None, None),
+    ("Ravi: I went hiking last weekend.", "Priya: I went hiking last weekend too.", None, None),
+    ("Iris works at the city library", "Iris borrowed three books from the city library", None, None),
+    ("Ben is a junior developer", "Ben mentors a junior developer", None, None),
+    ("Lina: my train was late today", "Lina: the train to Porto is always late", None, None),
+    ("Room 4 is on the second floor", "Room 5 is on the third floor", None, None),
+    ("Eva has a dog named Bruno", "Eva's neighbour has a dog named Max", None, None),
+]

@@ -93,24 +93,32 @@ def relations_detect(grains: list[Grain], near: dict[int, list[tuple[int, float]
     """Compare new grains with their nearest grains by the rules, and apply what is found.
 
     ``near`` is ``lexical_neighbours`` of the grains. The older grain of a pair
-    is the one stored first. Runs inside the caller's transaction; a no-op
-    unless EPISTEMIC_ENABLED.
+    is the one stored first. Only texts are read for the comparison; a grain
+    row is loaded when a relation is found. Runs inside the caller's
+    transaction; a no-op unless EPISTEMIC_ENABLED. Cost: one query, plus the
+    rules (~0.1 ms a pair) for EPISTEMIC_CANDIDATES pairs per grain.
     """
     if not S("EPISTEMIC_ENABLED") or not grains:
         return []
     pairs = near_pairs(grains, near)
-    known = {g.pk: g for g in grains}
-    known.update(Grain.objects.in_bulk([gid for pair in pairs for gid in pair if gid not in known]))
+    rows = {g.pk: g for g in grains}
+    texts = {g.pk: (g.content, when(g)) for g in grains}
+    wanted = [gid for pair in pairs for gid in pair if gid not in texts]
+    for gid, content, occurred, created in Grain.objects.filter(pk__in=wanted).values_list(
+            "pk", "content", "occurred_at", "created_at"):
+        texts[gid] = (content, (occurred or created).timestamp())
     found = []
     for old_id, new_id in pairs:
-        old, new = known.get(old_id), known.get(new_id)
-        if old is None or new is None:
+        if old_id not in texts or new_id not in texts:
             continue
-        relation = relation_between(new.content, old.content, new_time=when(new), old_time=when(old))
-        if relation is not None:
-            conduit = apply_found(new, old, relation, asserted_by="rules", now=now)
-            if conduit is not None:
-                found.append(conduit)
+        (old_text, old_time), (new_text, new_time) = texts[old_id], texts[new_id]
+        relation = relation_between(new_text, old_text, new_time=new_time, old_time=old_time)
+        if relation is None:
+            continue
+        rows.update(Grain.objects.in_bulk([gid for gid in (old_id, new_id) if gid not in rows]))
+        conduit = apply_found(rows[new_id], rows[old_id], relation, asserted_by="rules", now=now)
+        if conduit is not None:
+            found.append(conduit)
     return found
 
 

@@ -77,17 +77,17 @@ def grain_rank_inputs(
     for chunk in _chunks(list(ids)):
         sql = (
             f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
-            f"superseded_by FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
+            f"superseded_by, cluster_id FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor in cursor.fetchall():
+            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster in cursor.fetchall():
                 inputs[gid] = RankInput(
                     weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
                     confidence=confidence,
                     recency=recency_factor(max(0.0, now_ts - float(accessed_at)), half_life_seconds=recency_half_life,
                                            floor=recency_floor),
-                    superseded_by=successor,
+                    superseded_by=successor, cluster_id=cluster,
                 )
                 status[gid] = st
     return inputs, status
@@ -175,26 +175,44 @@ def grain_texts(ids: Sequence[int]) -> dict[int, tuple[str, int | None]]:
     return out
 
 
-def cluster_hub_edges(ids: Iterable[int], *, statuses: Sequence[str], weight: float) -> dict[int, list[Edge]]:
-    """Weak edges from each of ``ids`` to the hubs of its cluster (those with one of ``statuses``).
+class _HubCache:
+    """Each cluster's hubs, per database, read again only when the clusters changed (a rebuild).
+
+    Checking costs one aggregate over the small cluster table.
+    """
+
+    def __init__(self) -> None:
+        self._by_db: dict[str, tuple[tuple, dict[int, tuple[int, ...]]]] = {}
+
+    def get(self) -> dict[int, tuple[int, ...]]:
+        key = connection.settings_dict["NAME"]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*), max(id), max(updated_at) FROM graph_cluster")
+            version = tuple(cursor.fetchone())
+        hit = self._by_db.get(key)
+        if hit is None or hit[0] != version:
+            hit = (version, {cid: tuple(h) for cid, h in Cluster.objects.values_list("pk", "hubs")})
+            self._by_db[key] = hit
+        return hit[1]
+
+
+cluster_hubs = _HubCache()
+
+
+def cluster_hub_edges(members: Mapping[int, int | None], *, weight: float) -> dict[int, list[Edge]]:
+    """Weak edges from each grain of ``members`` (grain id -> its cluster id) to its cluster's hubs.
 
     Edges carry the negated cluster id in place of a conduit id: they are not
-    conduits, and learning leaves them alone.
+    conduits, and learning leaves them alone. No query but a cache refresh.
     """
-    ids = list(ids)
-    out: dict[int, list[Edge]] = defaultdict(list)
-    if weight <= 0 or not ids:
+    out: dict[int, list[Edge]] = {}
+    if weight <= 0:
         return out
-    member_of = dict(Grain.objects.filter(pk__in=ids, cluster__isnull=False).values_list("pk", "cluster_id"))
-    if not member_of:
-        return out
-    hubs = dict(Cluster.objects.filter(pk__in=set(member_of.values())).values_list("pk", "hubs"))
-    wanted = {h for hs in hubs.values() for h in hs}
-    status = dict(Grain.objects.filter(pk__in=wanted, status__in=statuses).values_list("pk", "status"))
-    for gid, cluster in member_of.items():
-        for hub in hubs.get(cluster, ()):
-            if hub != gid and hub in status:
-                out[gid].append(Edge(hub, weight, -cluster, status[hub]))
+    hubs = cluster_hubs.get()
+    for gid, cluster in members.items():
+        found = [Edge(h, weight, -cluster, Status.ACTIVE) for h in hubs.get(cluster, ()) if h != gid]
+        if found:
+            out[gid] = found
     return out
 
 

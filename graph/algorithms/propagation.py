@@ -128,6 +128,7 @@ class RankInput:
     confidence: float
     recency: float
     superseded_by: int | None = None  # the live grain that supersedes this one, if any
+    cluster_id: int | None = None
 
 
 @dataclass(frozen=True)

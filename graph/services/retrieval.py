@@ -103,16 +103,22 @@ def activate(
                                  recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
                                  recency_floor=S("RECENCY_FLOOR"))
 
+    inputs, entry_status = rank_inputs(list(entries))
+    relay_from = [gid for gid, _ in hits[: S("ENTRY_RELAY")]]
+    # Entry grains also reach their cluster's hubs, over weak links.
+    hub_edges = cluster_hub_edges({g: inputs[g].cluster_id for g in relay_from
+                                   if g in inputs and inputs[g].cluster_id is not None},
+                                  weight=S("CLUSTER_NEIGHBOUR_WEIGHT"))
+
     def neighbours(ids: Iterable[int]) -> dict[int, list[Edge]]:
         ids = list(ids)
         edges = conduit_neighbours(ids, statuses=statuses, policy=policy, now=now)
-        for gid, extra in cluster_hub_edges(ids, statuses=statuses, weight=S("CLUSTER_NEIGHBOUR_WEIGHT")).items():
+        for gid in hub_edges.keys() & set(ids):
             linked = {e.target for e in edges[gid]}
-            edges[gid].extend(e for e in extra if e.target not in linked)
+            edges[gid].extend(e for e in hub_edges[gid] if e.target not in linked)
         return edges
 
-    inputs, entry_status = rank_inputs(list(entries))
-    acts = propagate(entries, entry_status, neighbours, params, relay_from=[gid for gid, _ in hits[: S("ENTRY_RELAY")]])
+    acts = propagate(entries, entry_status, neighbours, params, relay_from=relay_from)
     inputs.update(rank_inputs([gid for gid in acts if gid not in entries])[0])
     return acts, _with_successors(inputs)
 

@@ -163,3 +163,13 @@ def test_a_pair_takes_well_under_a_millisecond():
     for old, new, _, _ in LABELLED_PAIRS:
         relation_between(new, old)
     assert (time.perf_counter() - started) / len(LABELLED_PAIRS) < 0.005  # generous: shared CI machines
+
+
+def test_held_out_pairs_written_after_the_rules_keep_precision_and_fire_on_no_unrelated_pair():
+    from epistemic.evaluate import score
+    from epistemic.examples import HELD_OUT
+
+    result = score(HELD_OUT)
+    assert result["unrelated_fired"] == 0
+    assert result["kinds"]["overall"]["precision"] >= 0.9
+    assert result["kinds"]["overall"]["recall"] >= 0.6

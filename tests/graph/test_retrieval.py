@@ -177,6 +177,7 @@ def test_retrieval_query_count_does_not_grow_with_results(t0):
     for i in range(30):
         grain_store(content=f"Lighthouse keeper log entry {i}: fog again.", context="log", now=t0)
     cluster_rebuild(now=t0)  # cluster neighbours in play too
+    grain_retrieve(query="lighthouse", now=t0)  # reads the cluster hubs once
     counts = []
     for limit in (5, 20):
         with CaptureQueriesContext(connection) as queries:
