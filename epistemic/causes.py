@@ -32,6 +32,10 @@ VAGUE_SUBJECTS = {"it", "this", "that", "these", "those", "they", "there", "you"
 WEATHER = {"rain", "snow", "storm", "hail", "pour", "freez", "sleet", "drizzl", "flood", "wind", "cold", "hot"}
 
 Clause = tuple[str, str, str]  # (effect, marker, cause)
+# A word every pattern above needs, in the raw text ("'cause", "cuz" become "because" later): a text
+# without one has no causal clause, and is not parsed at all.
+ANY_MARKER = re.compile(r"\b(?:because|cause|cuz|coz|due|result|owing|account|thanks|caused|causes|led|leads"
+                        r"|resulted|results|triggered|why|reason|so|therefore|thus|hence|consequently)\b", re.I)
 
 
 def caused_by(effect_grain: str, cause_grain: str) -> str | None:
@@ -96,6 +100,8 @@ def _clip(text: str, n: int = 6) -> str:
 def _causal_clauses(text: str) -> tuple[str | None, tuple[Clause, ...]]:
     """(speaker, ((effect, marker, cause), ...)) over the grain's declarative sentences."""
     speaker, body = w.split_speaker(text)
+    if not ANY_MARKER.search(body):
+        return speaker, ()
     found: list[Clause] = []
     previous = ""
     for sentence in w.sentences(body):

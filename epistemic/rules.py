@@ -40,7 +40,8 @@ def relation_between(new: str, old: str, *, new_time: float | None = None,
         reason = caused_by(effect, cause)
         if reason:
             return Relation("caused_by", source, reason)
-    a, b = read(new), read(old)
+    a = read(new)
+    b = read(old) if a is not None else None  # the old grain is read only when the new one says something
     if a is None or b is None:
         return None
     newer = "old" if new_time is not None and old_time is not None and old_time > new_time else "new"

@@ -40,14 +40,14 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
         return conduit, False
     changes = Changes(now)
     rules = changes.rules
-    if kind == ConduitKind.SUPPORTS:
+    if kind in (ConduitKind.SUPPORTS, ConduitKind.CONTRADICTS):
+        supported = kind == ConduitKind.SUPPORTS
         for grain, other in ((source, target), (target, source)):
-            changes.confidence(grain, rules.raised(grain.confidence, rules.corroboration), "supported",
-                               caller=caller, related=other.pk)
-    elif kind == ConduitKind.CONTRADICTS:
-        for grain, other in ((source, target), (target, source)):
-            changes.confidence(grain, rules.lowered(grain.confidence, rules.contradiction), "contradicted",
-                               caller=caller, related=other.pk)
+            value = (rules.raised(grain.confidence, rules.corroboration) if supported
+                     else rules.lowered(grain.confidence, rules.contradiction))
+            changes.confidence(grain, value, "supported" if supported else "contradicted", caller=caller,
+                               related=other.pk)
+    if kind == ConduitKind.CONTRADICTS:
         loser = contradiction_loser((source.pk, source.confidence), (target.pk, target.confidence),
                                     margin=S("CONTRADICTION_QUARANTINE_MARGIN"))
         if loser is not None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.servers import ROOT, redis_server
+from tests.servers import ROOT, flux_server, redis_server
 
 SCHEDULED = {"graph.decay_swept", "graph.clusters_rebuilt", "epistemic.pass_completed"}
 SEED = """
@@ -27,11 +27,16 @@ def environ(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
-    """Prepare an instance, start `celery worker --beat` on it, and wait (at most 90 s) for each scheduled task."""
+def prepare(data_dir: Path, **extra: str) -> dict[str, str]:
     env = environ(data_dir, **extra)
     for argv in (["manage.py", "migrate", "--no-input"], ["manage.py", "flux_broker_prepare"], ["-c", SEED]):
         subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    return env
+
+
+def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
+    """Prepare an instance, start `celery worker --beat` on it, and wait (at most 90 s) for each scheduled task."""
+    env = prepare(data_dir, **extra)
     log = data_dir / "worker.log"
     with open(log, "wb") as out:
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool",
@@ -48,6 +53,7 @@ def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
         worker.terminate()
         worker.wait(timeout=60)
     assert SCHEDULED <= seen, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text() and "database is locked" not in log.read_text()
     return seen
 
 
@@ -67,3 +73,48 @@ def test_beat_runs_every_scheduled_task_on_redis(tmp_path):
         run_worker_until_every_task_ran(tmp_path / "inst", REDIS_URL=url)
     assert not (tmp_path / "inst" / "celery-broker.sqlite3").exists(), "with REDIS_URL the broker is Redis"
     assert clusters_of(tmp_path / "inst")
+
+
+def test_maintenance_runs_beside_a_storing_rest_service_without_locking_it(tmp_path):
+    """The worker re-clusters, sweeps and reviews every second while a client stores through the REST API."""
+    data_dir = tmp_path / "inst"
+    env = prepare(data_dir)
+    extra = {k: env[k] for k in ("DECAY_INTERVAL_SECONDS", "CLUSTER_INTERVAL_SECONDS", "EPISTEMIC_INTERVAL_SECONDS")}
+    with flux_server(data_dir, **extra, MAX_GRAINS_PER_MINUTE="100000") as (base, server_log):
+        log = data_dir / "worker.log"
+        with open(log, "wb") as out:
+            worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat",
+                                       "--pool", "solo", "--scheduler", "celery.beat:Scheduler"],
+                                      cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        statuses: list[int] = []
+        try:  # store until the worker has re-clustered three times; bounded by count and time
+            deadline = time.monotonic() + 90
+            while len(statuses) < 300 and time.monotonic() < deadline and rebuilds(data_dir) < 3:
+                statuses.append(store_batch(base, len(statuses)))
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert rebuilds(data_dir) >= 3, log.read_text()[-3000:]
+    assert statuses == [201] * len(statuses)
+    with sqlite3.connect(data_dir / "flux.sqlite3", timeout=30) as db:
+        assert db.execute("SELECT count(*) FROM grains_grain").fetchone()[0] == 6 + len(statuses) * 25
+    for text in (log.read_text(), server_log.read_text()):
+        assert "database is locked" not in text and "Traceback" not in text
+
+
+def rebuilds(data_dir: Path) -> int:
+    with sqlite3.connect(data_dir / "flux.sqlite3", timeout=30) as db:
+        return db.execute("SELECT count(*) FROM grains_activityevent WHERE kind = 'graph.clusters_rebuilt'"
+                          ).fetchone()[0]
+
+
+def store_batch(base: str, n: int) -> int:
+    import json
+    import urllib.request
+
+    items = [{"content": f"Maintenance probe {n}-{i}: Kim repaired lamp {i} in room {n}", "context": f"probe-{n}"}
+             for i in range(25)]
+    request = urllib.request.Request(base + "/store/batch", data=json.dumps({"items": items}).encode(),
+                                     headers={"Content-Type": "application/json", "X-Caller-Id": "probe:test"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status
