@@ -73,7 +73,9 @@ def propagate(
     signal to each other (two linked direct hits corroborate each other). Each hop calls ``neighbours`` once with the
     relaying grains. A contribution is ``signal * weight * attenuation *
     relay(status) * hub_damping`` and is dropped below ``threshold``. Each
-    grain remembers the path of its single strongest contribution.
+    grain remembers the path of its single strongest contribution. Weak links
+    (``conduit_id < 0``, e.g. to cluster hubs) pass signal to their target
+    but do not make it relay: they reach a grain, not a neighbourhood.
     Cost: O(max_hops * max_frontier * degree).
     """
     acts = {
@@ -90,6 +92,7 @@ def propagate(
             break
         edges = neighbours(frontier.keys())
         deltas: dict[int, float] = {}
+        relaying: dict[int, float] = {}
         for source, signal in frontier.items():
             out = edges.get(source, ())
             if not out:
@@ -102,9 +105,11 @@ def propagate(
                 if delta < params.threshold or edge.target == source or (hop > 1 and edge.target in relayed):
                     continue
                 deltas[edge.target] = deltas.get(edge.target, 0.0) + delta
+                if edge.conduit_id > 0:
+                    relaying[edge.target] = relaying.get(edge.target, 0.0) + delta
                 status.setdefault(edge.target, edge.target_status)
                 _record_path(acts, acts[source], edge, delta, hop)
-        frontier = dict(heapq.nlargest(params.max_frontier, deltas.items(), key=lambda kv: kv[1]))
+        frontier = dict(heapq.nlargest(params.max_frontier, relaying.items(), key=lambda kv: kv[1]))
         relayed.update(frontier)
         for gid, delta in deltas.items():
             acts[gid].signal += delta
