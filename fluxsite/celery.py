@@ -25,6 +25,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "decay-sweep": {"task": "graph.decay_sweep", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
         "cluster-rebuild": {"task": "graph.cluster_rebuild", "schedule": float(flux["CLUSTER_INTERVAL_SECONDS"])},
         "epistemic-pass": {"task": "epistemic.epistemic_pass", "schedule": float(flux["EPISTEMIC_INTERVAL_SECONDS"])},
+        "dream-run": {"task": "dreams.dream_run", "schedule": float(flux["DREAM_INTERVAL_SECONDS"])},
     }
     if settings.CELERY_BROKER_URL.startswith("sqla+"):
         sender.conf.beat_schedule["broker-cleanup"] = {

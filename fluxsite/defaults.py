@@ -88,6 +88,19 @@ SETTINGS: list[Setting] = [
         ("CONFIDENCE_HALF_LIFE_DAYS", 180.0, "Half-life of that drift."),
     ),
     *_group(
+        "dreams",
+        ("DREAM_LLM", False, "Ask the LLM (OLLAMA_URL, LLM_MODEL) for each abstraction; off: an extractive summary of the most central grains."),
+        ("DREAM_PER_CYCLE", 5, "Most clumps consolidated by one dream cycle (the best scored first)."),
+        ("DREAM_MIN_SOURCES", 3, "Fewest grains a clump needs to be consolidated."),
+        ("DREAM_MAX_SOURCES", 6, "Most grains of a clump (its most connected members) given to one abstraction."),
+        ("DREAM_MIN_INTERNAL_WEIGHT", 0.2, "Least mean conduit weight inside a cluster for it to be dreamt of."),
+        ("DREAM_RECENT_DAYS", 7.0, "A clump none of whose grains was used this recently scores half."),
+        ("DREAM_SUMMARY_STATEMENTS", 2, "Most central statements merged into an extractive summary."),
+        ("DREAM_GATE_MIN_SUPPORT", 0.8, "Least fraction of a sentence's content words found in the sources for the gate to accept it (numbers and names must all be found)."),
+        ("DREAM_CONDUIT_WEIGHT", 0.2, "Weight of the abstracts conduits from an abstraction to its sources."),
+        ("RETRIEVE_ABSTRACTIONS", 2, "Abstractions returned beside the grains of a retrieval (they take no grain's place)."),
+    ),
+    *_group(
         "clustering",
         ("CLUSTER_RESOLUTION", 1.0, "Louvain resolution (higher: more, smaller clusters)."),
         ("CLUSTER_SEED", 7, "Random seed of the clustering, so a rerun on the same graph gives the same clusters."),
@@ -119,6 +132,7 @@ SETTINGS: list[Setting] = [
         ("BROKER_CLEANUP_INTERVAL_SECONDS", 3600, "How often consumed messages are purged from the embedded broker."),
         ("CLUSTER_INTERVAL_SECONDS", 21600, "How often Celery beat re-clusters the graph."),
         ("EPISTEMIC_INTERVAL_SECONDS", 3600, "How often Celery beat runs the epistemic pass over newly stored grains."),
+        ("DREAM_INTERVAL_SECONDS", 21600, "How often Celery beat runs the dream cycle."),
     ),
     *_group(
         "storing",

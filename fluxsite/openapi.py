@@ -74,6 +74,9 @@ RETRIEVED = {
                           "description": "The live grain that supersedes this one; it ranks above it."},
         "contradicted_by": {"type": "array", "items": {"type": "integer"},
                             "description": "Grains that contradict this one."},
+        "level": {"type": "integer", "description": "0 for stored grains, 1 for a dream's abstraction."},
+        "sources": {"type": "array", "items": {"type": "integer"},
+                    "description": "An abstraction's source grains."},
     },
 }
 ERROR = {
@@ -133,7 +136,10 @@ SCHEMA = {
                 "include_quarantined": {"type": "boolean", "default": False}}},
             {"200": _json({"type": "object", "required": ["trace_id", "query", "grains"], "properties": {
                 "trace_id": {"type": "integer"}, "query": {"type": "string"},
-                "grains": {"type": "array", "items": _ref("RetrievedGrain")}}}, "Ranked grains and their trace")},
+                "grains": {"type": "array", "items": _ref("RetrievedGrain")},
+                "abstractions": {"type": "array", "items": _ref("RetrievedGrain"),
+                                 "description": "Dreams' abstractions reached; they take no grain's place."}}},
+                "Ranked grains and their trace")},
             400, 409),
         "/feedback": _post(
             "Rate one grain returned by a trace (applied asynchronously)",
@@ -183,6 +189,18 @@ SCHEMA = {
                          "note": {"type": "string", "maxLength": 200}}},
                     {"201": _json(OBJECT, "Asserted"), "200": _json(OBJECT, "Already known")}, 400, 404, 409, 503),
         },
+        "/dreams": _get(
+            "Dreams (consolidation attempts), newest first: accepted ones with their level-1 grain, rejected "
+            "ones with the reason and the failing sentence", {"200": _json(OBJECT, "Dreams")}, 400,
+            parameters=[
+                {"name": "status", "in": "query", "schema": {"type": "string", "enum": ["accepted", "rejected"]}},
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
+            ]),
+        "/dreams/run": {"post": {
+            "summary": "Run the dream cycle now (no body: the cycle takes no arguments)", "parameters": [],
+            "responses": {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids"),
+                          **_errors(400)}}},
         "/clusters": _get(
             "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400,
             parameters=[

@@ -8,6 +8,7 @@ from django.urls import path
 from fluxsite.admin_link import admin_link_login
 from fluxsite.api import error_body, read_view, record_view
 from fluxsite.openapi import openapi_view
+from dreams.api import DreamListView, DreamRunView
 from epistemic.api import RelationsView
 from graph.api import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
 from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
@@ -25,6 +26,8 @@ urlpatterns = [
     path("callers", read_view(CallerListView.as_view())),
     path("relations", read_view(RelationsView.as_view())),
     path("clusters", read_view(ClusterListView.as_view())),
+    path("dreams", read_view(DreamListView.as_view())),
+    path("dreams/run", read_view(DreamRunView.as_view())),
     path("openapi.json", openapi_view),
     path("admin/login-link/<str:token>", admin_link_login),
     path("admin/", admin.site.urls),

@@ -77,17 +77,17 @@ def grain_rank_inputs(
     for chunk in _chunks(list(ids)):
         sql = (
             f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
-            f"superseded_by, cluster_id FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
+            f"superseded_by, cluster_id, level FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster in cursor.fetchall():
+            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level in cursor.fetchall():
                 inputs[gid] = RankInput(
                     weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
                     confidence=confidence,
                     recency=recency_factor(max(0.0, now_ts - float(accessed_at)), half_life_seconds=recency_half_life,
                                            floor=recency_floor),
-                    superseded_by=successor, cluster_id=cluster,
+                    superseded_by=successor, cluster_id=cluster, level=level,
                 )
                 status[gid] = st
     return inputs, status
@@ -106,6 +106,15 @@ def contradictions_of(ids: Sequence[int]) -> dict[int, list[int]]:
             out[a].append(b)
         if b in wanted:
             out[b].append(a)
+    return out
+
+
+def abstraction_sources(ids: Sequence[int]) -> dict[int, list[int]]:
+    """For each abstraction of ``ids``, the grains it abstracts (its ``abstracts`` conduits)."""
+    out: dict[int, list[int]] = defaultdict(list)
+    for source, target in Conduit.objects.filter(kind=ConduitKind.ABSTRACTS, source_id__in=ids).values_list(
+            "source_id", "target_id").order_by("target_id"):
+        out[source].append(target)
     return out
 
 

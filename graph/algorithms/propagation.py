@@ -134,6 +134,7 @@ class RankInput:
     recency: float
     superseded_by: int | None = None  # the live grain that supersedes this one, if any
     cluster_id: int | None = None
+    level: int = 0  # above 0: a dream's abstraction
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,8 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
 
 
 def conduit_relate(source: int, target: int, *, kind: str, asserted_by: str, note: str,
-                   now: datetime) -> tuple[Conduit, bool]:
-    """The typed relation ``source -kind-> target`` (RELATION_CONDUIT_WEIGHT), created once.
+                   now: datetime, weight: float | None = None) -> tuple[Conduit, bool]:
+    """The typed relation ``source -kind-> target`` (``weight``, default RELATION_CONDUIT_WEIGHT), created once.
 
     Symmetric kinds (supports, contradicts) are stored with source < target.
     Signal flows both ways along every relation: a query that finds an old
@@ -127,7 +127,8 @@ def conduit_relate(source: int, target: int, *, kind: str, asserted_by: str, not
     source, target = _ends(source, target, kind)
     conduit, created = Conduit.objects.get_or_create(
         source_id=source, target_id=target, kind=kind,
-        defaults={"weight": clamp(S("RELATION_CONDUIT_WEIGHT"), S("WEIGHT_MIN"), S("WEIGHT_MAX")),
+        defaults={"weight": clamp(S("RELATION_CONDUIT_WEIGHT") if weight is None else weight, S("WEIGHT_MIN"),
+                                  S("WEIGHT_MAX")),
                   "created_at": now, "last_decayed_at": now, "asserted_by": asserted_by, "note": note[:200]},
     )
     return conduit, created

@@ -16,7 +16,7 @@ from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
 from epistemic.selectors import successors_resolve
-from graph.selectors import (RETRIEVABLE, cluster_hub_edges, conduit_neighbours, contradictions_of, feedback_owed,
+from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours, contradictions_of, feedback_owed,
                              grain_rank_inputs, grains_by_id)
 from grains.activity import activity_record
 from grains.bulk import bulk_set
@@ -44,9 +44,11 @@ class RetrievedGrain:
     context: str
     superseded_by: int | None = None
     contradicted_by: list[int] = field(default_factory=list)
+    level: int = 0
+    sources: list[int] = field(default_factory=list)  # an abstraction's source grains
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "contradicted_by": list(self.contradicted_by)}
+        return {**self.__dict__, "contradicted_by": list(self.contradicted_by), "sources": list(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,11 @@ class RetrieveResult:
     trace_id: int
     query: str
     grains: list[RetrievedGrain] = field(default_factory=list)
+    abstractions: list[RetrievedGrain] = field(default_factory=list)  # dreams' level-1 grains reached, beside
 
     def as_dict(self) -> dict:
-        return {"trace_id": self.trace_id, "query": self.query, "grains": [g.as_dict() for g in self.grains]}
+        return {"trace_id": self.trace_id, "query": self.query, "grains": [g.as_dict() for g in self.grains],
+                "abstractions": [g.as_dict() for g in self.abstractions]}
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:
@@ -161,19 +165,26 @@ def grain_retrieve(
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
     acts, inputs = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
-    ranked = rank(acts, inputs, limit, superseded_factor=S("SUPERSEDED_RANK_FACTOR"))
-    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, now))
+    factor = S("SUPERSEDED_RANK_FACTOR")
+    ranked = rank(acts, {g: i for g, i in inputs.items() if i.level == 0}, limit, superseded_factor=factor)
+    abstract = {g: i for g, i in inputs.items() if i.level > 0}
+    hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
+    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, now))
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
-    return RetrieveResult(trace.pk, query, [
-        RetrievedGrain(
+    sources = abstraction_sources([r.activation.grain_id for r in hubs])
+
+    def shown(i: int, r: Ranked) -> RetrievedGrain:
+        g = grains[r.activation.grain_id]
+        return RetrievedGrain(
             id=g.pk, content=g.content, rank=i, score=round(r.score, 6), signal=round(r.activation.signal, 6),
             hops=r.activation.hops, path=list(r.activation.path), provenance=g.provenance, status=g.status,
             confidence=round(g.confidence, 4), weight=round(g.weight, 4), context=g.context,
             superseded_by=inputs[g.pk].superseded_by, contradicted_by=sorted(conflicts.get(g.pk, [])),
+            level=g.level, sources=sources.get(g.pk, []),
         )
-        for i, r in enumerate(ranked, start=1)
-        for g in [grains[r.activation.grain_id]]
-    ])
+
+    return RetrieveResult(trace.pk, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
+                          [shown(i, r) for i, r in enumerate(hubs, start=1)])
 
 
 def _inline(fn: Callable[[], T]) -> T:
@@ -181,8 +192,11 @@ def _inline(fn: Callable[[], T]) -> T:
 
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
-            now: datetime) -> tuple[Trace, dict[int, Grain]]:
-    """Write the trace and touch the returned grains, in one short transaction."""
+            hubs: list[Ranked], now: datetime) -> tuple[Trace, dict[int, Grain]]:
+    """Write the trace and touch the returned grains and abstractions, in one short transaction.
+
+    Abstractions are not trace items: no feedback is owed on them.
+    """
     with transaction.atomic():
         Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
         trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
@@ -193,7 +207,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
                       conduits=list(r.activation.conduits))
             for i, r in enumerate(ranked, start=1)
         ])
-        grains = _touch([r.activation.grain_id for r in ranked], now)
+        grains = _touch([r.activation.grain_id for r in ranked + hubs], now)
         activity_record("graph.signal_propagated", {
             "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
             "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],

@@ -284,7 +284,7 @@ def test_openapi_describes_every_endpoint(api):
     schema = api.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
                                     "/grains/{grain_id}", "/traces/{trace_id}", "/callers", "/relations",
-                                    "/clusters"}
+                                    "/clusters", "/dreams", "/dreams/run"}
 
 
 def test_write_depth_counts_only_writes_and_returns_to_zero(api):
@@ -314,3 +314,49 @@ def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settin
     down = api.post("/store", {"content": "Another text."})
     assert down.status_code == 503 and error_of(down)["code"] == "llm_unavailable"
     assert Grain.objects.count() == 2
+
+
+# --- self-organization endpoints ------------------------------------------------------------------------
+
+def test_relations_are_asserted_and_listed_over_rest(api):
+    paris = api.post("/store", {"content": "Noor lives in Paris"}).json()["grain"]["id"]
+    lyon = api.post("/store", {"content": "Noor relocated to Lyon"}).json()["grain"]["id"]
+    listed = api.get("/relations", kind="supersedes").json()["relations"]
+    assert [(r["source"]["id"], r["target"]["id"], r["asserted_by"]) for r in listed] == [(lyon, paris, "rules")]
+    cause = api.post("/store", {"content": "A new job offer came from Lyon"}).json()["grain"]["id"]
+    made = api.post("/relations", {"source_id": lyon, "target_id": cause, "kind": "caused_by", "note": "the job"})
+    assert made.status_code == 201 and made.json()["relation"]["asserted_by"] == "caller"
+    again = api.post("/relations", {"source_id": lyon, "target_id": cause, "kind": "caused_by"})
+    assert again.status_code == 200 and again.json()["created"] is False
+    about = api.get("/relations", grain_id=cause).json()["relations"]
+    assert [r["kind"] for r in about] == ["caused_by"]
+    found = api.post("/retrieve", {"query": "where does Noor live"}).json()["grains"]
+    assert found[0]["id"] == lyon and {g["id"]: g["superseded_by"] for g in found}[paris] == lyon
+    for body, field in [({"source_id": lyon, "target_id": cause, "kind": "hates"}, "kind"),
+                        ({"source_id": lyon, "target_id": lyon, "kind": "supports"}, "target_id"),
+                        ({"source_id": lyon, "kind": "supports"}, "target_id")]:
+        response = api.post("/relations", body)
+        assert response.status_code == 400 and error_of(response)["details"]["field"] == field
+    missing = api.post("/relations", {"source_id": lyon, "target_id": 999999, "kind": "supports"})
+    assert missing.status_code == 404
+    assert api.get("/relations", kind="nope").status_code == 400
+
+
+def test_clusters_and_dreams_over_rest(api):
+    api.post("/store/batch", {"items": [{"content": c, "context": "garden"} for c in (
+        "Lena grows tomatoes in the greenhouse", "Lena waters the greenhouse tomatoes each morning",
+        "The greenhouse tomatoes ripen in July", "Lena picks the ripe tomatoes in July")]})
+    from graph.services import cluster_rebuild
+
+    cluster_rebuild()
+    clusters = api.get("/clusters").json()["clusters"]
+    assert len(clusters) == 1 and clusters[0]["size"] == 4
+    assert clusters[0]["terms"] and clusters[0]["label"] == " / ".join(clusters[0]["terms"])
+    ran = api.client.post("/dreams/run")  # no body needed
+    assert ran.status_code == 200 and len(ran.json()["accepted"]) == 1
+    assert api.post("/dreams/run", {}).json() == {"candidates": 0, "accepted": [], "rejected": [], "error": ""}
+    dreams = api.get("/dreams", status="accepted").json()["dreams"]
+    assert len(dreams) == 1 and dreams[0]["method"] == "extractive" and dreams[0]["grain_id"]
+    assert api.get("/dreams", status="dreamy").status_code == 400
+    found = api.post("/retrieve", {"query": "greenhouse tomatoes"}).json()
+    assert [a["id"] for a in found["abstractions"]] == [dreams[0]["grain_id"]]

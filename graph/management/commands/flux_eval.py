@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from fluxsite.conf import flux_setting as S
 from fluxsite.instance import temporary_database
+from dreams.services import dream_run
 from graph.evaluation import Question, Scores, questions, split_by_sample, turns
 from graph.search import Fts5Search
 from graph.selectors import RETRIEVABLE
@@ -50,6 +51,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7, help="seed of the train/test split (--learn)")
         parser.add_argument("--ablate", action="store_true",
                             help="also measure Flux with propagation off, to show what it contributes")
+        parser.add_argument("--dream", action="store_true",
+                            help="then run dream cycles until no clump is left and measure Flux again")
 
     def handle(self, *args, **opts) -> None:
         samples = load_samples(opts["data"])
@@ -58,11 +61,13 @@ class Command(BaseCommand):
                 result = evaluate_learning(samples, seed=opts["seed"])
                 rows = ("before", "after")
             else:
-                result = evaluate(samples, ablate=opts["ablate"])
-                rows = ("flux", "bm25", *(["no_propagation", "no_clusters"] if opts["ablate"] else []))
+                result = evaluate(samples, ablate=opts["ablate"], dream=opts["dream"])
+                rows = ("flux", "bm25", *(["no_propagation", "no_clusters"] if opts["ablate"] else []),
+                        *(["after_dreams"] if opts["dream"] else []))
         self.stdout.write(f"questions: {result['questions']}")
-        if "graph" in result:
-            self.stdout.write(f"graph: {json.dumps(result['graph'])}")
+        for key in ("graph", "dreams"):
+            if key in result:
+                self.stdout.write(f"{key}: {json.dumps(result[key])}")
         for name in rows:
             fig = result[name]
             self.stdout.write(f"{name:>14}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
@@ -123,11 +128,24 @@ def organise(now: datetime) -> dict:
             "relations": relations}
 
 
-def evaluate(samples: list[dict], *, ablate: bool = False) -> dict:
+def dream_until_done(now: datetime, max_cycles: int = 50) -> dict:
+    """Dream cycles until no clump is left (at most ``max_cycles``): how many clumps, accepted, rejected."""
+    accepted = rejected = cycles = 0
+    while cycles < max_cycles:
+        run = dream_run(now=now)
+        cycles += 1
+        accepted, rejected = accepted + len(run.accepted), rejected + len(run.rejected)
+        if not run.candidates or run.error:
+            break
+    return {"cycles": cycles, "clumps": accepted + rejected, "accepted": accepted, "rejected": rejected}
+
+
+def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) -> dict:
     """Store every turn, cluster, then ask every question of categories 1-4 of both methods, at one fixed time.
 
     With ``ablate``, Flux is asked again with propagation off (entry search and
-    ranking only) and with cluster neighbours off.
+    ranking only) and with cluster neighbours off; with ``dream``, again after
+    dream cycles have consolidated every clump they would.
     """
     now = timezone.now()
     grain_of = load(samples, now)
@@ -143,4 +161,7 @@ def evaluate(samples: list[dict], *, ablate: bool = False) -> dict:
         result["no_propagation"] = ask(asked, grain_of, now, "asking Flux, propagation off", propagation=False).as_dict()
         with override_settings(FLUX={**settings.FLUX, "CLUSTER_NEIGHBOUR_WEIGHT": 0.0}):
             result["no_clusters"] = ask(asked, grain_of, now, "asking Flux, cluster neighbours off").as_dict()
+    if dream:
+        result["dreams"] = dream_until_done(now)
+        result["after_dreams"] = ask(asked, grain_of, now, "asking Flux, after dreaming").as_dict()
     return result

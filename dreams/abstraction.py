@@ -1,0 +1,47 @@
+"""Abstractions of a clump of grains, the pure part: the LLM's prompt and a strict reading of its
+answer, and the extractive summary used when no LLM is configured."""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+PROMPT = """Below are related statements from a long-term memory, most central first.
+Write ONE short higher-level statement (one or two sentences) that says what they have in common.
+Use only what the statements say: no new facts, and keep every name, number and date exactly as written.
+Answer with JSON only: {{"abstraction": "..."}}
+
+Statements:
+{statements}"""
+
+
+class BadAbstraction(ValueError):
+    """The model's answer is not the JSON asked for; the message says what was wrong."""
+
+
+def abstraction_prompt(sources: Sequence[str]) -> str:
+    return PROMPT.format(statements="\n".join(f"- {s}" for s in sources))
+
+
+def parse_abstraction(answer: str, *, max_chars: int) -> str:
+    """The abstraction of a model answer ``{"abstraction": str}``, whitespace collapsed."""
+    try:
+        data = json.loads(answer)
+    except (TypeError, ValueError):
+        raise BadAbstraction(f"the model did not answer JSON: {str(answer)[:200]!r}") from None
+    text = data.get("abstraction") if isinstance(data, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise BadAbstraction(f"the model's JSON has no text under 'abstraction': {str(answer)[:200]!r}")
+    text = " ".join(text.split())
+    if len(text) > max_chars:
+        raise BadAbstraction(f"the abstraction has {len(text)} characters; at most {max_chars}")
+    return text
+
+
+def extractive(sources: Sequence[str], *, statements: int) -> str:
+    """The ``statements`` most central sources (given most central first), merged into one text.
+
+    Grounded by construction: it says only what the sources say. Each keeps its
+    speaker, so "I" still means who said it.
+    """
+    chosen = [" ".join(s.split()).rstrip(" .") for s in sources[:statements] if s.strip()]
+    return " ".join(f"{s}." for s in chosen)

@@ -1,0 +1,30 @@
+"""REST views of the dream cycle: run it now, list the dreams."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from dreams.selectors import dream_list
+from dreams.services import dream_run
+from fluxsite.api import booth_write, int_param
+
+
+class DreamRunView(APIView):
+    """Runs on a read worker: only each dream's database write goes through the write queue.
+
+    The body, if any, is not read: the cycle takes no arguments.
+    """
+
+    def post(self, request: Request) -> Response:
+        return Response(asdict(dream_run(run_write=booth_write)))
+
+
+class DreamListView(APIView):
+    def get(self, request: Request) -> Response:
+        status = request.query_params.get("status") or None
+        limit, offset = int_param(request, "limit", 50, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
+        return Response({"dreams": dream_list(status=status, limit=limit, offset=offset), "status": status,
+                         "limit": limit, "offset": offset})

@@ -1,0 +1,14 @@
+"""Celery tasks of the dream cycle."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+
+from dreams.services import dream_run
+
+
+@shared_task(name="dreams.dream_run")
+def dream_run_task() -> dict:
+    """Consolidate the best clumps not dreamt of yet (an unchanged clump is never dreamt of twice)."""
+    return asdict(dream_run())
