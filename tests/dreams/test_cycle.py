@@ -89,3 +89,16 @@ def test_an_unreachable_llm_stops_the_cycle_and_records_nothing(clump, t0, flux_
     flux_settings(DREAM_LLM=True, OLLAMA_URL=f"http://127.0.0.1:{free_port()}")
     result = dream_run(now=t0)
     assert "cannot be reached" in result.error and not Dream.objects.exists()
+
+
+def test_through_an_abstraction_a_query_reaches_sources_it_does_not_match(clump, t0):
+    dream_run(now=t0)
+    dream = Dream.objects.get()
+    Conduit.objects.exclude(kind="abstracts").delete()  # the sources now meet only through their abstraction
+    found = grain_retrieve(query="ripen", limit=5, now=t0)
+    entry = Grain.objects.get(content="The greenhouse tomatoes ripen in July").pk
+    reached = {g.id: g.path for g in found.grains if g.id != entry}
+    assert reached and set(reached) <= set(dream.sources)
+    # Each was reached through the abstraction, which the query found directly or through the entry grain.
+    assert all(path[-2:] == [dream.grain_id, gid] and path[0] in (entry, dream.grain_id)
+               for gid, path in reached.items()), (reached, entry, dream.grain_id)

@@ -86,3 +86,14 @@ def test_flux_eval_ablate_adds_flux_without_propagation(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(result["no_propagation"]) == {"recall@5", "recall@10", "mrr"}
+    assert set(result["no_clusters"]) == {"recall@5", "recall@10", "mrr"}
+    assert set(result["graph"]) == {"clusters", "clustered", "cluster_seconds", "relations"}
+
+
+def test_flux_eval_dream_measures_again_after_dreaming(tmp_path):
+    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--dream", "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(result["after_dreams"]) == {"recall@5", "recall@10", "mrr"}
+    dreams = result["dreams"]
+    assert dreams["clumps"] == dreams["accepted"] + dreams["rejected"] and dreams["cycles"] >= 1
