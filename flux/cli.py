@@ -97,6 +97,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  grains:    {grains}")
     print(f"  conduits:  {health['conduits'].get('total', 0)}; write queue {health['queues']['write']}, "
           f"feedback pending {health['queues']['feedback_pending']}")
+    warming = sum(1 for s in health["signals"] if s["state"] == "warming_up")
+    print(f"  signals:   {len(health['signals'])} ({warming} warming up); last snapshot "
+          f"{health['last_snapshot'] or 'not yet'}")
+    for warning in health["warnings"] or [{"message": "none"}]:
+        print(f"  warning:   {warning['message']}")
     return 0
 
 

@@ -56,6 +56,7 @@ SETTINGS: list[Setting] = [
         ("SHORTCUT_THRESHOLD", 1, "Useful retrievals over 2+ hops from one entry grain before a shortcut conduit is made."),
         ("SHORTCUT_WEIGHT", 0.5, "Weight of a new shortcut conduit."),
         ("PROMOTION_THRESHOLD", 3, "Useful feedbacks after which a grain moves to the core decay tier."),
+        ("HIGHWAY_WEIGHT", 0.8, "A conduit at least this strong is a highway (a strong path, counted by the health signals)."),
     ),
     *_group(
         "decay",
@@ -133,6 +134,16 @@ SETTINGS: list[Setting] = [
         ("CLUSTER_INTERVAL_SECONDS", 21600, "How often Celery beat re-clusters the graph."),
         ("EPISTEMIC_INTERVAL_SECONDS", 3600, "How often Celery beat runs the epistemic pass over newly stored grains."),
         ("DREAM_INTERVAL_SECONDS", 21600, "How often Celery beat runs the dream cycle."),
+        ("HEALTH_INTERVAL_SECONDS", 300, "How often Celery beat takes a health snapshot (and raises or clears warnings)."),
+        ("HEALTH_RETENTION_DAYS", 30.0, "Health snapshots and counters older than this are deleted."),
+    ),
+    *_group(
+        "alerts",
+        ("TELEGRAM_BOT_TOKEN", "", "Telegram bot token; with TELEGRAM_CHAT_ID set, each new health warning is sent there."),
+        ("TELEGRAM_CHAT_ID", "", "Telegram chat that receives the alerts."),
+        ("TELEGRAM_API_URL", "https://api.telegram.org", "Telegram Bot API base URL."),
+        ("ALERT_RETRIES", 3, "Attempts to send one alert before it is given up (and logged)."),
+        ("ALERT_BACKOFF_SECONDS", 2.0, "Wait before the second attempt; doubled before each further one."),
     ),
     *_group(
         "storing",

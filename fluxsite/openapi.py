@@ -7,6 +7,9 @@ from fluxsite.defaults import DEFAULTS
 from grains.callers import CALLER_ROLES
 from graph.models import RELATION_KINDS
 from grains.models import Provenance, Status
+from vitals.signals import SIGNALS
+
+SIGNAL_NAMES = [s.name for s in SIGNALS]
 
 
 def _ref(name: str) -> dict:
@@ -151,7 +154,20 @@ SCHEMA = {
                 "useful": {"type": "boolean"}, "status": {"type": "string", "enum": ["accepted", "already_recorded"]}}},
                 "Accepted")},
             400, 404, 409),
-        "/health": _get("Counts by status and kind, queue depths", {"200": _json(OBJECT, "Health")}),
+        "/health": _get("Status (ok / warn / critical), the 14 signals with value, range, state and suggestion, "
+                        "open warnings, counts by status and kind, queue depths, last snapshot",
+                        {"200": _json(OBJECT, "Health")}),
+        "/health/history": _get(
+            "One signal's value and state in each snapshot, oldest first", {"200": _json(OBJECT, "History")}, 400,
+            parameters=[
+                {"name": "signal", "in": "query", "required": True, "schema": {"type": "string", "enum": SIGNAL_NAMES}},
+                {"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}},
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000}},
+            ]),
+        "/health/snapshot": {"post": {
+            "summary": "Take a health snapshot now: raise and clear warnings (no body)", "parameters": [],
+            "responses": {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared"),
+                          **_errors(503)}}},
         "/grains": _get(
             "List grains, newest first", {"200": _json({"type": "object", "required": ["grains"], "properties": {
                 "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400,

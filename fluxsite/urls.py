@@ -12,7 +12,7 @@ from dreams.api import DreamListView, DreamRunView
 from epistemic.api import RelationsView
 from graph.api import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
 from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
-from vitals.api import HealthView
+from vitals.api import HealthHistoryView, HealthSnapshotView, HealthView
 
 urlpatterns = [
     path("store", read_view(StoreView.as_view())),
@@ -20,6 +20,8 @@ urlpatterns = [
     path("retrieve", read_view(RetrieveView.as_view())),
     path("feedback", record_view(FeedbackView.as_view())),
     path("health", read_view(HealthView.as_view())),
+    path("health/history", read_view(HealthHistoryView.as_view())),
+    path("health/snapshot", read_view(HealthSnapshotView.as_view())),
     path("grains", read_view(GrainListView.as_view())),
     path("grains/<int:grain_id>", read_view(GrainDetailView.as_view())),
     path("traces/<int:trace_id>", read_view(TraceDetailView.as_view())),

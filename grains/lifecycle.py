@@ -15,6 +15,7 @@ from epistemic.confidence import ConfidenceRules
 from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record_many
 from grains.models import Caller, ConfidenceEvent, Grain, Status
+from vitals.counters import tally
 
 EVENT_BY_STATUS = {
     Status.ACTIVE: "grains.grain_promoted",
@@ -67,4 +68,5 @@ class Changes:
     def save(self) -> None:
         ConfidenceEvent.objects.bulk_create(self.events)
         activity_record_many(self.activity, now=self.now)
+        tally({"promotions": sum(1 for kind, _ in self.activity if kind == "grains.grain_promoted")}, now=self.now)
         self.events, self.activity = [], []

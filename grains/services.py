@@ -23,6 +23,7 @@ from grains.limits import grains_rate_slot
 from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 from grains.validate import require_id
+from vitals.counters import tally
 from epistemic.services import relations_detect
 from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
@@ -179,6 +180,7 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
     near = lexical_neighbours(new, limit=max(S("STORE_LINK_NEIGHBOURS"), S("EPISTEMIC_CANDIDATES")))
     linked = conduits_link_new_grains(new, lexical=near, now=now)
     relations_detect(new, near, now=now)
+    tally({"stored": len(new), "stored_unlinked": sum(1 for g in new if not linked.get(g.pk))}, now=now)
     activity_record_many([("grains.grain_stored", {
         "grain_id": g.pk, "provenance": g.provenance, "caller": str(caller), "linked": linked.get(g.pk, 0),
         "restored": g.content_hash in restored}) for g in new], now=now)

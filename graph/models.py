@@ -61,6 +61,7 @@ class Conduit(models.Model):
         indexes = [
             models.Index(fields=["target", "directed"], name="conduit_target_directed"),
             models.Index(fields=["kind", "id"], name="conduit_kind_id"),
+            models.Index(fields=["weight"], name="conduit_weight"),
         ]
 
     def __str__(self) -> str:

@@ -127,6 +127,44 @@ def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
 
 
 @contextmanager
+def fake_telegram(failures: int = 0):  # noqa: ANN201
+    """A small HTTP server speaking the Telegram Bot API's sendMessage on a free loopback port.
+
+    The first ``failures`` requests get HTTP 502. Yields (base URL, list of
+    (path, body) of every request received, failed ones included).
+    """
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[tuple[str, dict]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            ok = len(received) > failures and self.path.endswith("/sendMessage")
+            data = json.dumps({"ok": ok, "result": {"message_id": len(received)}} if ok else
+                              {"ok": False, "description": "try again"}).encode()
+            self.send_response(200 if ok else 502)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
 def redis_server() -> Iterator[str]:
     """A throwaway Redis on a free loopback port, nothing saved to disk; yields its URL."""
     import time

@@ -10,6 +10,7 @@ from graph.policy import conduit_weight_now
 from graph.search import entry_search
 from graph.selectors import RETRIEVABLE
 from grains.models import Grain
+from vitals.counters import tally
 
 
 def _ends(a: int, b: int, kind: str) -> tuple[int, int]:
@@ -108,10 +109,12 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
             last_used_at=now,
         )
         return conduit, True
-    current = conduit_weight_now(conduit, now)
+    stored, current = conduit.weight, conduit_weight_now(conduit, now)
     conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
     conduit.last_decayed_at = conduit.last_used_at = now
     conduit.save(update_fields=["weight", "last_decayed_at", "last_used_at"])
+    if stored < S("HIGHWAY_WEIGHT") <= conduit.weight:
+        tally({"highways_formed": 1}, now=now)
     return conduit, False
 
 

@@ -18,6 +18,9 @@ from grains.callers import caller_resolve
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.errors import Conflict, InvalidInput, NotFound
 from grains.models import Caller, Grain, Status, Tier
+from vitals.counters import tally
+
+LEARNED_KINDS = (ConduitKind.ASSOCIATION, ConduitKind.SHORTCUT)
 from grains.validate import require_bool, require_id
 
 
@@ -88,11 +91,15 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
     item = feedback.item
     grain = Grain.objects.get(pk=item.grain_id)
     _learn_grain(grain, feedback, now)
-    _learn_path(item.conduits, feedback.useful, now)
+    counts = _learn_path(item.conduits, feedback.useful, now)
+    counts.update({"rated": 1, "useful" if feedback.useful else "not_useful": 1})
     created: list[dict] = []
     if feedback.useful:
         created += _co_useful(item, now)
-        created += _shortcut(item, now)
+        shortcut = _shortcut(item, now)
+        counts["shortcuts_created"] = len(shortcut)
+        created += shortcut
+    tally(counts, now=now)
     feedback.applied_at = now
     feedback.save(update_fields=["applied_at"])
     activity_record("graph.feedback_applied", {
@@ -126,18 +133,46 @@ def _learn_grain(grain: Grain, feedback: Feedback, now: datetime) -> None:
     changes.save()
 
 
-def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> None:
-    conduits = list(Conduit.objects.filter(pk__in=conduit_ids))
+def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> dict[str, float]:
+    """Strengthen or weaken the conduits of a rated grain's path; what changed, for the health counters.
+
+    A learned conduit (association, shortcut) that not-useful feedback weakens
+    to WEIGHT_MIN dissolves: it is deleted. Typed relations never dissolve.
+    """
+    conduits = list(Conduit.objects.filter(pk__in=[c for c in conduit_ids if c > 0]))
+    counts = {"path_conduits": len(conduits), "path_weight_sum": 0.0}
+    dissolved = []
     for conduit in conduits:
-        current = conduit_weight_now(conduit, now)
+        stored, current = conduit.weight, conduit_weight_now(conduit, now)
+        counts["path_weight_sum"] += current
         if useful:
             conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
             conduit.useful_uses += 1
         else:
             conduit.weight = penalise(current, factor=S("DECAY_FACTOR"), lower=S("WEIGHT_MIN"))
+            counts["weight_drops"] = counts.get("weight_drops", 0) + 1
+            counts["weight_drop_sum"] = counts.get("weight_drop_sum", 0.0) + current - conduit.weight
+            if conduit.weight <= S("WEIGHT_MIN") and conduit.kind in LEARNED_KINDS:
+                dissolved.append(conduit)
+        _count_highway(counts, stored, conduit.weight)
         conduit.uses += 1
         conduit.last_decayed_at = conduit.last_used_at = now
-    bulk_set(Conduit, ["weight", "useful_uses", "uses", "last_decayed_at", "last_used_at"], conduits)
+    kept = [c for c in conduits if c not in dissolved]
+    bulk_set(Conduit, ["weight", "useful_uses", "uses", "last_decayed_at", "last_used_at"], kept)
+    if dissolved:
+        Conduit.objects.filter(pk__in=[c.pk for c in dissolved]).delete()
+        counts["conduits_dissolved"] = len(dissolved)
+        activity_record("graph.conduits_dissolved", {"conduit_ids": [c.pk for c in dissolved]}, now=now)
+    return counts
+
+
+def _count_highway(counts: dict[str, float], before: float, after: float) -> None:
+    """A conduit crossing HIGHWAY_WEIGHT, up or down, forms or loses a highway."""
+    line = S("HIGHWAY_WEIGHT")
+    if before < line <= after:
+        counts["highways_formed"] = counts.get("highways_formed", 0) + 1
+    elif after < line <= before:
+        counts["highways_lost"] = counts.get("highways_lost", 0) + 1
 
 
 def _co_useful(item: TraceItem, now: datetime) -> list[dict]:

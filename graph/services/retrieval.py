@@ -24,6 +24,7 @@ from grains.callers import caller_resolve
 from grains.lifecycle import Changes
 from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
+from vitals.counters import tally
 
 T = TypeVar("T")
 
@@ -79,7 +80,8 @@ def _check(query: object, limit: object) -> tuple[str, int]:
 
 
 def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[list[tuple[int, float]], bool]:
-    """Lexical entry points; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH)."""
+    """Lexical entry points; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH).
+    Also says whether archived grains are among them (the fallback was needed)."""
     search = entry_search()
     hits = search.search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
     if len(hits) >= limit or not S("ARCHIVE_SEARCH") or Status.ARCHIVED in statuses:
@@ -91,9 +93,10 @@ def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[l
 
 def activate(
     query: str, *, statuses: tuple[str, ...], now: datetime, limit: int, propagation: bool = True
-) -> tuple[dict[int, Activation], dict[int, RankInput]]:
-    """Entry points for ``query``, the signal they spread, and the rank inputs of every grain reached
-    (no writes; each grain's row is read once). Superseded grains carry their live successor."""
+) -> tuple[dict[int, Activation], dict[int, RankInput], bool]:
+    """Entry points for ``query``, the signal they spread, the rank inputs of every grain reached
+    (no writes; each grain's row is read once), and whether archived grains had to be brought in.
+    Superseded grains carry their live successor."""
     hits, from_archive = _entry_hits(query, statuses=statuses, limit=limit)
     entries = normalise_scores(hits)
     params = propagation_params()
@@ -124,7 +127,7 @@ def activate(
 
     acts = propagate(entries, entry_status, neighbours, params, relay_from=relay_from)
     inputs.update(rank_inputs([gid for gid in acts if gid not in entries])[0])
-    return acts, _with_successors(inputs)
+    return acts, _with_successors(inputs), from_archive
 
 
 def _with_successors(inputs: dict[int, RankInput]) -> dict[int, RankInput]:
@@ -164,12 +167,12 @@ def grain_retrieve(
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
-    acts, inputs = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
+    acts, inputs, from_archive = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
     factor = S("SUPERSEDED_RANK_FACTOR")
     ranked = rank(acts, {g: i for g, i in inputs.items() if i.level == 0}, limit, superseded_factor=factor)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
-    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, now))
+    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now))
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     sources = abstraction_sources([r.activation.grain_id for r in hubs])
 
@@ -192,7 +195,7 @@ def _inline(fn: Callable[[], T]) -> T:
 
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
-            hubs: list[Ranked], now: datetime) -> tuple[Trace, dict[int, Grain]]:
+            hubs: list[Ranked], from_archive: bool, now: datetime) -> tuple[Trace, dict[int, Grain]]:
     """Write the trace and touch the returned grains and abstractions, in one short transaction.
 
     Abstractions are not trace items: no feedback is owed on them.
@@ -208,6 +211,8 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
             for i, r in enumerate(ranked, start=1)
         ])
         grains = _touch([r.activation.grain_id for r in ranked + hubs], now)
+        tally({"retrievals": 1, "returned": len(ranked), "returned_hops": sum(r.activation.hops for r in ranked),
+               "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
         activity_record("graph.signal_propagated", {
             "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
             "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],

@@ -284,7 +284,7 @@ def test_openapi_describes_every_endpoint(api):
     schema = api.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
                                     "/grains/{grain_id}", "/traces/{trace_id}", "/callers", "/relations",
-                                    "/clusters", "/dreams", "/dreams/run"}
+                                    "/clusters", "/dreams", "/dreams/run", "/health/history", "/health/snapshot"}
 
 
 def test_write_depth_counts_only_writes_and_returns_to_zero(api):
@@ -360,3 +360,20 @@ def test_clusters_and_dreams_over_rest(api):
     assert api.get("/dreams", status="dreamy").status_code == 400
     found = api.post("/retrieve", {"query": "greenhouse tomatoes"}).json()
     assert [a["id"] for a in found["abstractions"]] == [dreams[0]["grain_id"]]
+
+
+def test_health_lists_every_signal_and_its_history(api):
+    _store_and_retrieve(api)
+    health = api.get("/health").json()
+    assert len(health["signals"]) == 14 and health["last_snapshot"] is None and health["warnings"] == []
+    hops = next(s for s in health["signals"] if s["name"] == "avg_hops_per_retrieval")
+    assert set(hops) >= {"value", "low", "high", "state", "severity", "suggestion", "window_days", "measures"}
+    taken = api.client.post("/health/snapshot")
+    assert taken.status_code == 200 and taken.json()["status"] in ("ok", "warn", "critical")
+    history = api.get("/health/history", signal="avg_hops_per_retrieval").json()["history"]
+    assert len(history) == 1 and history[0]["value"] == hops["value"]
+    assert api.get("/health").json()["last_snapshot"] is not None
+    for params, field in [({"signal": "vibes"}, "signal"), ({}, "signal"),
+                          ({"signal": "orphan_rate", "since": "yesterday"}, "since")]:
+        response = api.get("/health/history", **params)
+        assert response.status_code == 400 and error_of(response)["details"]["field"] == field

@@ -87,6 +87,7 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert urllib.request.urlopen(request, timeout=30).status == 201
     status = flux(home, "status", "--name", "mem")
     assert status.returncode == 0 and "running" in status.stdout and "active 1" in status.stdout
+    assert "signals:   14" in status.stdout and "warning:   none" in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
     assert stopped.returncode == 0 and str(pid) in stopped.stdout and str(worker) in stopped.stdout
     assert not alive(pid) and not alive(worker)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tests.servers import ROOT, flux_server, redis_server
 
-SCHEDULED = {"graph.decay_swept", "graph.clusters_rebuilt", "epistemic.pass_completed", "dreams.cycle_completed"}
+SCHEDULED = {"graph.decay_swept", "graph.clusters_rebuilt", "epistemic.pass_completed", "dreams.cycle_completed",
+             "vitals.snapshot"}
 SEED = """
 from flux.sdk import Flux
 mem = Flux.open(caller="seed:test")
@@ -22,7 +23,8 @@ mem.store_batch([{"content": c, "context": "chat-1"} for c in (
 
 def environ(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "FLUX_DATA_DIR": str(data_dir), "DECAY_INTERVAL_SECONDS": "1",
-           "CLUSTER_INTERVAL_SECONDS": "1", "EPISTEMIC_INTERVAL_SECONDS": "1", "DREAM_INTERVAL_SECONDS": "1", **extra}
+           "CLUSTER_INTERVAL_SECONDS": "1", "EPISTEMIC_INTERVAL_SECONDS": "1", "DREAM_INTERVAL_SECONDS": "1",
+           "HEALTH_INTERVAL_SECONDS": "1", **extra}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return env
 
@@ -49,6 +51,8 @@ def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
             time.sleep(0.5)
             with sqlite3.connect(data_dir / "flux.sqlite3", timeout=30) as db:
                 seen = {k for (k,) in db.execute("SELECT DISTINCT kind FROM grains_activityevent")}
+                if db.execute("SELECT count(*) FROM vitals_snapshot").fetchone()[0]:
+                    seen.add("vitals.snapshot")
     finally:
         worker.terminate()
         worker.wait(timeout=60)

@@ -113,7 +113,7 @@ async def _a_turn_of_work(port: int, data_dir: Path) -> None:
             assert rated["status"] == "accepted"
 
         health = ok(await call(session, "flux_health"))
-        assert health["grains"]
+        assert health["grains"] and len(health["signals"]) == 14 and health["status"] in ("ok", "warn", "critical")
         listed = ok(await call(session, "flux_list_grains", status="active", limit=10))
         assert {dog["grain"]["id"], city["grain"]["id"]} <= {grain["id"] for grain in listed["grains"]}
 

@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -26,7 +27,7 @@ from fluxsite.instance import temporary_database
 from fluxsite.net import free_port, wait_for_http
 from graph.search import Fts5Search, entry_search
 from graph.selectors import RETRIEVABLE
-from graph.services import cluster_rebuild, grain_retrieve
+from graph.services import cluster_rebuild, feedback_record, grain_retrieve
 from graph.synthetic import Corpus
 from grains.services import grain_store, grain_store_batch
 
@@ -55,12 +56,20 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=500, help="retrievals to time per method (default 500)")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+        parser.add_argument("--health", action="store_true",
+                            help="instead: GET /health latency as recorded retrievals grow (see --history)")
+        parser.add_argument("--history", default="1000,10000,100000",
+                            help="with --health: the recorded-retrieval counts to measure at (default 1000,10000,100000)")
 
     def handle(self, *args, **opts) -> None:
         if opts["grains"] < 200 or opts["queries"] < 10:
             raise CommandError("--grains must be at least 200 and --queries at least 10")
+        stages = _stages(opts["history"]) if opts["health"] else []
         with temporary_database() as path:
-            result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
+            if opts["health"]:
+                result = bench_health(opts["grains"], stages, opts["queries"], opts["seed"], path.parent)
+            else:
+                result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
         for key, value in result.items():
             self.stdout.write(f"{key:>26}: {value}")
         if opts["json"]:
@@ -111,8 +120,51 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
     return figures
 
 
-def http_latencies(queries: list[str], folder: Path) -> list[float]:
-    """Start daphne on the benchmark's database (a free loopback port) and time POST /retrieve."""
+def _stages(raw: str) -> list[int]:
+    try:
+        stages = sorted({int(x) for x in raw.split(",") if x.strip()})
+    except ValueError:
+        raise CommandError(f"--history {raw!r}: give retrieval counts separated by commas, e.g. 1000,10000") from None
+    if not stages or stages[0] < 1 or stages[-1] > 1_000_000:
+        raise CommandError(f"--history {raw!r}: counts must be between 1 and 1,000,000")
+    return stages
+
+
+def bench_health(n: int, stages: list[int], q: int, seed: int, folder: Path) -> dict:
+    """GET /health latency over HTTP after each stage of recorded retrievals (a quarter of them rated)."""
+    corpus = Corpus(seed=seed)
+    grains = list(corpus.grains(n))
+    cap = S("MAX_GRAINS_PER_CALL")
+    for i in tqdm(range(0, n, cap), desc="storing grains", unit="batch", file=sys.stderr):
+        grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
+                                 for g in grains[i: i + cap]], caller=CALLER)
+    cluster_rebuild()
+    figures: dict = {"grains": n, "health_ms": {}}
+    done = 0
+    with serving(folder) as base:
+        for stage in stages:
+            with tqdm(total=stage - done, desc=f"recording retrievals to {stage}", unit="q", file=sys.stderr) as bar:
+                while done < stage:
+                    found = grain_retrieve(query=corpus.query_about(corpus.rng.choice(grains).content), limit=5,
+                                           caller=CALLER, enforce_feedback=False)
+                    if done % 4 == 0 and found.grains:
+                        feedback_record(trace_id=found.trace_id, grain_id=found.grains[0].id, useful=done % 8 == 0,
+                                        caller=CALLER)
+                    done += 1
+                    bar.update(1)
+            figures["health_ms"][stage] = percentiles(timed([lambda: _get(base + "/health")] * q,
+                                                            f"GET /health at {stage} retrievals"))
+    return figures
+
+
+def _get(url: str) -> None:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        response.read()
+
+
+@contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """daphne on the benchmark's database, on a free loopback port; yields its base URL."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
@@ -122,6 +174,15 @@ def http_latencies(queries: list[str], folder: Path) -> list[float]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(base + "/health", proc=proc)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def http_latencies(queries: list[str], folder: Path) -> list[float]:
+    """Time POST /retrieve against daphne on the benchmark's database."""
+    with serving(folder) as base:
 
         def ask(text: str) -> None:
             body = json.dumps({"query": text, "limit": 10}).encode()
@@ -131,6 +192,3 @@ def http_latencies(queries: list[str], folder: Path) -> list[float]:
                 response.read()
 
         return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
