@@ -117,3 +117,21 @@ def test_snapshots_make_a_history_and_old_ones_are_dropped(memory, t0, flux_sett
     assert Snapshot.objects.count() == 2
     assert health_history(signal="avg_hops_per_retrieval", since=(t0 + timedelta(hours=21)).isoformat())[0][
         "created_at"] == t0 + timedelta(hours=30)
+
+
+def test_checking_health_costs_the_same_queries_however_long_the_history(memory, t0):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from vitals.selectors import health_summary
+
+    counts = []
+    for more in (5, 60):
+        retrieve(more, t0, rate=lambda i, g: i % 2 == 0)
+        vitals_snapshot(now=t0)
+        with CaptureQueriesContext(connection) as queries:
+            health = health_summary(write_depth=0, now=t0)
+        counts.append(len(queries))
+    assert counts[0] == counts[1] <= 15
+    assert health["grains"]["active"] == 20
+    assert not any("graph_trace" in q["sql"] or "activityevent" in q["sql"] for q in queries.captured_queries)
