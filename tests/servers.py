@@ -89,24 +89,22 @@ def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
 
 
 @contextmanager
-def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
-    """A small HTTP server speaking Ollama's POST /api/generate on a free loopback port.
-
-    ``answer(body)`` returns (status, reply): a dict is sent as JSON, a str as is.
-    Yields (base URL, list of request bodies received).
-    """
+def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, ANN201
+    """A small HTTP server on a free loopback port answering each JSON POST with ``reply(path, body, n)``
+    -> (status, dict or str), n being how many requests came before. Yields (base URL, list of
+    ``keep(path, body)`` of every request received)."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    received: list[dict] = []
+    received: list = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            received.append(body)
-            status, reply = answer(body) if self.path == "/api/generate" else (404, {"error": "not found"})
-            data = json.dumps(reply).encode() if isinstance(reply, dict) else reply.encode()
+            status, answer = reply(self.path, body, len(received))
+            received.append(keep(self.path, body))
+            data = json.dumps(answer).encode() if isinstance(answer, dict) else answer.encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -127,41 +125,32 @@ def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
 
 
 @contextmanager
-def fake_telegram(failures: int = 0):  # noqa: ANN201
-    """A small HTTP server speaking the Telegram Bot API's sendMessage on a free loopback port.
+def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
+    """Ollama's POST /api/generate on a free loopback port.
 
-    The first ``failures`` requests get HTTP 502. Yields (base URL, list of
-    (path, body) of every request received, failed ones included).
+    ``answer(body)`` returns (status, reply): a dict is sent as JSON, a str as is.
+    Yields (base URL, list of request bodies received).
     """
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def reply(path: str, body: dict, _n: int) -> tuple[int, object]:
+        return answer(body) if path == "/api/generate" else (404, {"error": "not found"})
 
-    received: list[tuple[str, dict]] = []
+    with json_server(reply, keep=lambda path, body: body) as served:
+        yield served
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
-            ok = len(received) > failures and self.path.endswith("/sendMessage")
-            data = json.dumps({"ok": ok, "result": {"message_id": len(received)}} if ok else
-                              {"ok": False, "description": "try again"}).encode()
-            self.send_response(200 if ok else 502)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
-        def log_message(self, *args: object) -> None:
-            pass
+@contextmanager
+def fake_telegram(failures: int = 0):  # noqa: ANN201
+    """The Telegram Bot API's sendMessage on a free loopback port; the first ``failures`` requests get 502.
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    Yields (base URL, list of (path, body) of every request, failed ones included).
+    """
+    def reply(path: str, body: dict, n: int) -> tuple[int, dict]:
+        if n >= failures and path.endswith("/sendMessage"):
+            return 200, {"ok": True, "result": {"message_id": n + 1}}
+        return 502, {"ok": False, "description": "try again"}
+
+    with json_server(reply) as served:
+        yield served
 
 
 @contextmanager
