@@ -123,6 +123,7 @@ SETTINGS: list[Setting] = [
         ("MAX_WRITE_QUEUE_DEPTH", 1000, "Writes waiting in the serial write queue before new ones get 503."),
         ("MAX_GRAINS_PER_MINUTE", 500, "Grains one caller may store per minute (a batch of 100 counts 100)."),
         ("ADMIN_LINK_SECONDS", 300, "How long a `flux admin` login link stays valid (it works once)."),
+        ("PURGE_RESTORE_WINDOW_HOURS", 24.0, "How long a purged (or forgotten) grain can be restored exactly as it was, conduits included."),
         ("FEEDBACK_ENFORCEMENT_ENABLED", True, "Refuse retrievals to a caller that owes feedback."),
         ("FEEDBACK_ENFORCEMENT_GRACE_SECONDS", 60, "Age of a retrieval before its missing feedback blocks the caller."),
         ("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS", 86400, "Age after which missing feedback no longer blocks."),

@@ -177,9 +177,11 @@ SCHEMA = {
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
                                                              "maximum": 2**31 - 1}},
             ]),
-        "/grains/{grain_id}": _get("A grain with its conduits, confidence history and traces",
-                                   {"200": _json(_ref("Grain"), "The grain")}, 400, 404,
-                                   parameters=_id_param("grain_id")),
+        "/grains/{grain_id}": _get(
+            "A grain with its conduits, confidence history and traces; format=dossier adds its relations and "
+            "dreams, as a JSON download", {"200": _json(_ref("Grain"), "The grain")}, 400, 404,
+            parameters=_id_param("grain_id") + [
+                {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["detail", "dossier"]}}]),
         "/traces/{trace_id}": _get("A retrieval: query, caller, returned grains with paths and feedback",
                                    {"200": _json(OBJECT, "The trace")}, 400, 404, parameters=_id_param("trace_id")),
         "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}),

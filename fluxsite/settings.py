@@ -89,6 +89,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "fluxsite.api.exception_handler",
+    # ?format= is ours (GET /grains/<id>?format=dossier), not a renderer switch.
+    "URL_FORMAT_OVERRIDE": None,
 }
 
 LOGGING = {

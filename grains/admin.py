@@ -5,11 +5,56 @@ Changes go through the services (store, forget); here rows are read-only.
 """
 from __future__ import annotations
 
-from django.contrib import admin
-from django.http import HttpRequest
+import secrets
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from django.template.response import TemplateResponse
 
 from graph.models import Conduit
-from grains.models import ActivityEvent, Caller, ConfidenceEvent, Grain, Source, Tombstone
+from grains.errors import FluxError
+from grains.models import ActivityEvent, AuditEvent, Caller, ConfidenceEvent, Grain, Source, Tombstone
+from grains.selectors import grain_dossier
+from grains.tombstones import actor_caller, grain_purge, grain_restore
+
+TOKEN_KEY = "flux_confirmation_token"
+
+
+def session_token(request: HttpRequest) -> str:
+    """The confirmation token of this admin session: destructive acts need it typed back."""
+    if TOKEN_KEY not in request.session:
+        request.session[TOKEN_KEY] = f"{secrets.token_hex(2)}-{secrets.token_hex(2)}".upper()
+    return request.session[TOKEN_KEY]
+
+
+def _confirmed(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, *, title: str,
+               explanation: str, button: str, act) -> TemplateResponse | None:  # noqa: ANN001 - act(obj, reason, actor)
+    """Show the confirmation page, or, when the reason and this session's token came back, act on each row."""
+    token, error = session_token(request), ""
+    if request.POST.get("confirm"):
+        reason = request.POST.get("reason", "").strip()
+        if not reason:
+            error = "Give a reason: it is kept in the audit log."
+        elif request.POST.get("token", "").strip().upper() != token:
+            error = "The confirmation token does not match the one shown for this session."
+        else:
+            actor = actor_caller(request.user.get_username())
+            done, failed = 0, []
+            for obj in queryset:
+                try:
+                    act(obj, reason, actor)
+                    done += 1
+                except FluxError as exc:
+                    failed.append(exc.message)
+            modeladmin.message_user(request, f"{button}: {done} done.", messages.SUCCESS)
+            for message in failed:
+                modeladmin.message_user(request, message, messages.ERROR)
+            return None
+    return TemplateResponse(request, "admin/flux_confirm.html", {
+        **modeladmin.admin_site.each_context(request), "title": title, "explanation": explanation,
+        "objects": list(queryset[:500]), "action": request.POST.get("action"), "token": token, "error": error,
+        "reason": request.POST.get("reason", ""), "button": button})
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -70,6 +115,21 @@ class GrainAdmin(ReadOnlyAdmin):
     raw_id_fields = ("caller", "cluster", "source")
     inlines = (ConfidenceHistory, OutgoingConduits, IncomingConduits)
     list_per_page = 50
+    actions = ("purge_selected", "export_selected")
+
+    @admin.action(description="Export the dossiers of the selected grains as JSON")
+    def export_selected(self, request: HttpRequest, queryset: QuerySet) -> JsonResponse:
+        ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:1000])
+        response = JsonResponse({"grains": [grain_dossier(gid) for gid in ids]})
+        response["Content-Disposition"] = 'attachment; filename="grains-dossiers.json"'
+        return response
+
+    @admin.action(description="Purge selected grains (restorable for PURGE_RESTORE_WINDOW_HOURS)")
+    def purge_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return _confirmed(self, request, queryset, title="Purge grains", button="Purge",
+                          explanation="Each grain, its conduits and history are removed; a tombstone keeps its "
+                                      "content from being stored again and allows a restore within the window.",
+                          act=lambda g, reason, actor: grain_purge(grain_id=g.pk, reason=reason, actor=actor))
 
     @admin.display(description="content")
     def short_content(self, grain: Grain) -> str:
@@ -78,9 +138,29 @@ class GrainAdmin(ReadOnlyAdmin):
 
 @admin.register(Tombstone)
 class TombstoneAdmin(ReadOnlyAdmin):
-    list_display = ("grain_id", "preview", "reason", "caller", "created_at")
+    list_display = ("grain_id", "preview", "reason", "caller", "created_at", "restorable_until")
     search_fields = ("preview", "reason")
     list_select_related = ("caller",)
+    exclude = ("restore_data",)
+    actions = ("restore_selected",)
+
+    @admin.action(description="Restore selected grains exactly as they were")
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return _confirmed(self, request, queryset, title="Restore grains", button="Restore",
+                          explanation="Each grain comes back with its id, conduits and history, if its restore "
+                                      "window has not ended.",
+                          act=lambda t, reason, actor: grain_restore(grain_id=t.grain_id, reason=reason,
+                                                                     actor=actor))
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """Append-only: listed and read, never changed or deleted, not even here."""
+
+    list_display = ("created_at", "actor", "action", "grain_id", "reason")
+    list_filter = ("action",)
+    search_fields = ("actor", "reason")
+    actions = None
 
 
 @admin.register(Caller)

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from fluxsite.api import booth_write, int_param, json_object, request_caller
 from fluxsite.conf import flux_setting
 from grains.errors import InvalidInput
-from grains.selectors import LIST_FIELDS, caller_list, grain_detail, grain_list
+from grains.selectors import LIST_FIELDS, caller_list, grain_detail, grain_dossier, grain_list
 from grains.services import grain_extract, grain_store, grain_store_batch
 
 STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
@@ -59,7 +59,14 @@ class GrainListView(APIView):
 
 class GrainDetailView(APIView):
     def get(self, request: Request, grain_id: int) -> Response:
-        return Response(grain_detail(grain_id))
+        shape = request.query_params.get("format") or "detail"
+        if shape not in ("detail", "dossier"):
+            raise InvalidInput(f"'format' {shape!r} is not detail or dossier", details={"field": "format"})
+        if shape == "detail":
+            return Response(grain_detail(grain_id))
+        response = Response(grain_dossier(grain_id))
+        response["Content-Disposition"] = f'attachment; filename="grain-{grain_id}-dossier.json"'
+        return response
 
 
 class CallerListView(APIView):

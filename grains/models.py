@@ -116,6 +116,9 @@ class Tombstone(models.Model):
     caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="tombstones")
     superseded_by = models.BigIntegerField(
         null=True, blank=True, help_text="Id of the grain that superseded the forgotten one, so chains still resolve.")
+    restore_data = models.JSONField(null=True, blank=True,
+                                    help_text="The grain, its conduits and confidence history, for a restore.")
+    restorable_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"tombstone of #{self.grain_id} ({self.reason})"
@@ -149,3 +152,36 @@ class ActivityEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs: object) -> int:
+        raise PermissionError("the audit log is append-only: its entries are never changed")
+
+    def delete(self) -> tuple[int, dict]:
+        raise PermissionError("the audit log is append-only: its entries are never deleted")
+
+
+class AuditEvent(models.Model):
+    """Who did what to the memory by hand, when, why, and what it was before and after. Append-only."""
+
+    actor = models.CharField(max_length=120)
+    action = models.CharField(max_length=32)
+    grain_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+    reason = models.CharField(max_length=300)
+    created_at = models.DateTimeField(db_index=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise PermissionError("the audit log is append-only: its entries are never changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict]:
+        raise PermissionError("the audit log is append-only: its entries are never deleted")
+
+    def __str__(self) -> str:
+        return f"{self.action} of #{self.grain_id} by {self.actor}"

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from epistemic.selectors import successors_resolve
+from dreams.models import Dream
+from epistemic.selectors import relation_list, successors_resolve
 from graph.models import Conduit, TraceItem
 from grains.errors import InvalidInput, NotFound
 from grains.models import Caller, ConfidenceEvent, Grain, Status
@@ -66,3 +67,14 @@ def caller_list() -> list[dict]:
                                                             "rated", "created_at")
     return [{**r, "feedback_compliance": round(r["rated"] / r["returned"], 4) if r["returned"] else None}
             for r in rows]
+
+
+def grain_dossier(grain_id: int) -> dict:
+    """Everything about one grain, for export: its detail (conduits, confidence history, traces), its typed
+    relations with both grains, and the dreams it took part in."""
+    dossier = grain_detail(grain_id, traces=200)
+    dossier["relations"] = relation_list(grain_id=grain_id, limit=1000)
+    # Dreams are few (a handful per cycle) and SQLite cannot search inside their JSON list of sources.
+    dreams = Dream.objects.order_by("-id").values("id", "status", "text", "grain_id", "sources", "created_at")
+    dossier["dreams"] = [d for d in dreams if d["grain_id"] == grain_id or grain_id in d["sources"]][:100]
+    return dossier

@@ -22,7 +22,7 @@ from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.limits import grains_rate_slot
 from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
-from grains.validate import require_id
+from grains.tombstones import grain_forget  # noqa: F401 - part of this module's interface
 from vitals.counters import tally
 from epistemic.services import relations_detect
 from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
@@ -295,28 +295,3 @@ def grain_extract(
                                                            source=source, now=now))
 
     return write(store)
-
-
-def grain_forget(
-    *, grain_id: int, reason: str, caller: str | Caller | None = None, now: datetime | None = None
-) -> Tombstone:
-    """Delete a grain and its conduits, leaving a tombstone of its content hash.
-
-    The tombstone keeps what superseded the grain, so grains it superseded
-    still find their current successor through it.
-    """
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidInput("'reason' is required: say why the grain is forgotten", details={"field": "reason"})
-    now = now or timezone.now()
-    with transaction.atomic():
-        grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).first()
-        if grain is None:
-            raise NotFound(f"grain {grain_id!r} does not exist", details={"grain_id": grain_id})
-        who = caller_resolve(caller, now=now)
-        tomb = Tombstone.objects.create(
-            content_hash=grain.content_hash, grain_id=grain.pk, preview=grain.content[:120],
-            reason=reason.strip()[:200], created_at=now, caller=who, superseded_by=grain.superseded_by,
-        )
-        grain.delete()
-        activity_record("grains.grain_forgotten", {"grain_id": grain_id, "reason": tomb.reason}, now=now)
-    return tomb

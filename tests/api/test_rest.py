@@ -377,3 +377,14 @@ def test_health_lists_every_signal_and_its_history(api):
                           ({"signal": "orphan_rate", "since": "yesterday"}, "since")]:
         response = api.get("/health/history", **params)
         assert response.status_code == 400 and error_of(response)["details"]["field"] == field
+
+
+def test_a_grain_dossier_downloads_as_json(api):
+    grain = api.post("/store", {"content": "Ines repairs clocks", "context": "c"}).json()["grain"]["id"]
+    api.post("/store", {"content": "Ines sells repaired clocks on Fridays", "context": "c"})
+    dossier = api.get(f"/grains/{grain}", format="dossier")
+    assert dossier.status_code == 200 and "attachment" in dossier["Content-Disposition"]
+    body = dossier.json()
+    assert body["content"] == "Ines repairs clocks" and body["conduits"] and {"relations", "dreams"} <= set(body)
+    bad = api.get(f"/grains/{grain}", format="xml")
+    assert bad.status_code == 400 and error_of(bad)["details"]["field"] == "format"

@@ -51,3 +51,119 @@ def test_rows_are_read_only_here_and_other_lists_open(admin_client, t0):
     for path in ("conduit", "trace"):
         assert admin_client.get(f"/admin/graph/{path}/").status_code == 200
     assert b"The gate code" in admin_client.get("/admin/grains/tombstone/").content
+
+
+def purge(admin_client, grains, **fields):  # noqa: ANN001, ANN201
+    data = {"action": "purge_selected", "_selected_action": [g.pk for g in grains], **fields}
+    return admin_client.post("/admin/grains/grain/", data, follow=True)
+
+
+def token_of(admin_client) -> str:  # noqa: ANN001
+    return admin_client.session["flux_confirmation_token"]
+
+
+def test_purge_needs_a_reason_and_the_session_token_then_is_done_and_audited(admin_client, t0):
+    from graph.services import grain_retrieve
+    from grains.errors import Tombstoned
+    from grains.models import AuditEvent, Tombstone
+
+    doomed = grain_store(content="The old door code is 4471", context="door", now=t0).grain
+    grain_store(content="The new door code is 9032", context="door", now=t0)
+    page = purge(admin_client, [doomed])
+    assert b"Confirmation token for this session" in page.content and token_of(admin_client).encode() in page.content
+    refused = purge(admin_client, [doomed], confirm="yes", reason="leaked", token="WRONG-TOKEN")
+    assert b"does not match" in refused.content and Grain.objects.filter(pk=doomed.pk).exists()
+    no_reason = purge(admin_client, [doomed], confirm="yes", reason=" ", token=token_of(admin_client))
+    assert b"Give a reason" in no_reason.content and Grain.objects.filter(pk=doomed.pk).exists()
+    done = purge(admin_client, [doomed], confirm="yes", reason="leaked", token=token_of(admin_client))
+    assert b"Purge: 1 done." in done.content
+    assert not Grain.objects.filter(pk=doomed.pk).exists()
+    tomb = Tombstone.objects.get(grain_id=doomed.pk)
+    assert tomb.reason == "leaked" and str(tomb.caller) == "root:admin"
+    audit = AuditEvent.objects.get(action="purge")
+    assert (audit.actor, audit.grain_id, audit.reason) == ("root:admin", doomed.pk, "leaked")
+    assert audit.before["content"] == "The old door code is 4471" and audit.after["tombstone_id"] == tomb.pk
+    assert doomed.pk not in [g.id for g in grain_retrieve(query="old door code 4471", now=t0).grains]
+    with pytest.raises(Tombstoned):
+        grain_store(content="The old door code is 4471", now=t0)
+
+
+def restore(admin_client, tombstones, **fields):  # noqa: ANN001, ANN201
+    data = {"action": "restore_selected", "_selected_action": [t.pk for t in tombstones], "confirm": "yes",
+            "reason": "purged by mistake", "token": token_of(admin_client), **fields}
+    return admin_client.post("/admin/grains/tombstone/", data, follow=True)
+
+
+def test_restore_within_the_window_brings_back_grain_and_conduits_and_is_audited(admin_client, t0):
+    from grains.models import AuditEvent, ConfidenceEvent, Tombstone
+    from grains.tombstones import grain_purge
+
+    a = grain_store(content="Mira keeps bees on the roof", context="bees", now=t0).grain
+    b = grain_store(content="The roof hives gave honey in June", context="bees", now=t0).grain
+    conduits = sorted(Conduit.objects.filter(source=a).values_list("pk", "target_id", "kind", "weight"))
+    history = list(ConfidenceEvent.objects.filter(grain=a).values_list("reason", "confidence"))
+    assert conduits and history
+    purge(admin_client, [a])  # shows the page, creating this session's token
+    grain_purge(grain_id=a.pk, reason="oops", actor="root:admin")
+    page = restore(admin_client, [Tombstone.objects.get(grain_id=a.pk)])
+    assert b"Restore: 1 done." in page.content
+    back = Grain.objects.get(pk=a.pk)
+    assert (back.content, back.confidence, back.status) == (a.content, a.confidence, a.status)
+    assert sorted(Conduit.objects.filter(source=back).values_list("pk", "target_id", "kind", "weight")) == conduits
+    assert list(ConfidenceEvent.objects.filter(grain=back).values_list("reason", "confidence")) == history
+    assert not Tombstone.objects.filter(grain_id=a.pk).exists()
+    assert AuditEvent.objects.filter(action="restore", grain_id=a.pk, reason="purged by mistake").exists()
+    assert Grain.objects.filter(pk=b.pk).exists()
+
+
+def test_restore_after_the_window_is_refused_clearly(admin_client, t0):
+    from datetime import timedelta
+
+    from grains.errors import Conflict
+    from grains.models import Tombstone
+    from grains.tombstones import grain_purge, grain_restore
+
+    grain = grain_store(content="Temporary parking permit 77", now=t0).grain
+    grain_purge(grain_id=grain.pk, reason="expired", actor="root:admin", now=t0)
+    with pytest.raises(Conflict, match="restore window"):
+        grain_restore(grain_id=grain.pk, reason="want it back", actor="root:admin", now=t0 + timedelta(hours=25))
+    tomb = Tombstone.objects.get(grain_id=grain.pk)
+    Tombstone.objects.filter(pk=tomb.pk).update(restorable_until=t0)
+    shown = admin_client.post("/admin/grains/tombstone/", {"action": "restore_selected", "_selected_action": [tomb.pk]})
+    assert b"Confirmation token for this session" in shown.content
+    page = restore(admin_client, [tomb])
+    assert b"can no longer be restored" in page.content and not Grain.objects.filter(pk=grain.pk).exists()
+
+
+def test_the_audit_log_cannot_be_edited_or_deleted(admin_client, t0):
+    from grains.models import AuditEvent
+    from grains.tombstones import grain_purge
+
+    grain = grain_store(content="Audit me", now=t0).grain
+    grain_purge(grain_id=grain.pk, reason="test", actor="root:admin")
+    entry = AuditEvent.objects.get()
+    assert admin_client.get("/admin/grains/auditevent/").status_code == 200
+    assert admin_client.post(f"/admin/grains/auditevent/{entry.pk}/change/", {"reason": "rewritten"}).status_code == 403
+    assert admin_client.post(f"/admin/grains/auditevent/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+    entry.reason = "rewritten"
+    with pytest.raises(PermissionError):
+        entry.save()
+    with pytest.raises(PermissionError):
+        entry.delete()
+    with pytest.raises(PermissionError):
+        AuditEvent.objects.all().delete()
+    with pytest.raises(PermissionError):
+        AuditEvent.objects.update(reason="x")
+    assert AuditEvent.objects.get().reason == "test"
+
+
+def test_dossiers_export_from_the_admin(admin_client, t0):
+    import json
+
+    a = grain_store(content="Ines repairs clocks", context="clocks", now=t0).grain
+    b = grain_store(content="Ines sells repaired clocks on Fridays", context="clocks", now=t0).grain
+    exported = admin_client.post("/admin/grains/grain/", {"action": "export_selected", "_selected_action": [a.pk, b.pk]})
+    assert exported.status_code == 200 and "attachment" in exported["Content-Disposition"]
+    dossiers = json.loads(exported.content)["grains"]
+    assert [d["id"] for d in dossiers] == [a.pk, b.pk]
+    assert dossiers[0]["conduits"] and dossiers[0]["confidence_history"] and "relations" in dossiers[0]
