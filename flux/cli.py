@@ -119,13 +119,19 @@ def cmd_mcp_config(args: argparse.Namespace) -> int:
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
+    """The login link, then the terminal menu; or one action of `manage.py flux_admin` for scripts."""
     instance = _running_instance(args.name, f"; start it first: flux start --name {args.name}")
-    out = subprocess.run([python(), "-m", "django", "flux_admin_link", "--base-url", instance.rest_url()],
-                         env=instance.environ(), cwd=instance.path, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise InstanceError(f"could not make a login link: {out.stderr.strip()[-1000:]}")
-    print(out.stdout.strip())
-    return 0
+    action = args.action or []
+    if not action or action == ["link"]:
+        out = subprocess.run([python(), "-m", "django", "flux_admin_link", "--base-url", instance.rest_url()],
+                             env=instance.environ(), cwd=instance.path, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise InstanceError(f"could not make a login link: {out.stderr.strip()[-1000:]}")
+        print(out.stdout.strip(), flush=True)
+        if action:
+            return 0
+    argv = [python(), "-m", "django", "flux_admin", *(action or ["menu"]), "--base-url", instance.rest_url()]
+    return subprocess.run(argv, env=instance.environ(), cwd=instance.path).returncode
 
 
 def _pids(pids: dict[str, int]) -> str:
@@ -152,7 +158,11 @@ def parser() -> argparse.ArgumentParser:
     command("status", cmd_status, "say whether the instance runs, with its pids and counts")
     command("mcp", cmd_mcp, "run the stdio MCP server for the instance (what MCP clients launch)")
     command("mcp-config", cmd_mcp_config, "rewrite and print the MCP client snippets")
-    command("admin", cmd_admin, "print a one-time, short-lived login link to the Django admin")
+    admin = command("admin", cmd_admin, "a one-time login link to the Django admin, then the terminal menu "
+                                        "(search, purge, restore, audit log, export); or one action for scripts")
+    admin.add_argument("action", nargs=argparse.REMAINDER,
+                       help="link | search QUERY | purge ID --reason R [--token T] | restore ID --reason R "
+                            "[--token T] | audit | export ID")
     return top
 
 

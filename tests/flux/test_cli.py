@@ -173,3 +173,59 @@ def test_beat_runs_the_decay_sweep_in_the_worker(instance):
         with sqlite3.connect(home / "mem" / "flux.sqlite3", timeout=30) as db:
             sweeps = db.execute("SELECT payload FROM grains_activityevent WHERE kind = 'graph.decay_swept'").fetchall()
     assert len(sweeps) >= 2, (home / "mem" / "logs" / "worker.log").read_text()[-2000:]
+
+
+def _store(port: int, content: str) -> int:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/store", data=json.dumps({"content": content}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["grain"]["id"]
+
+
+def test_admin_actions_for_scripts_need_the_token_they_print(instance):
+    home, port = instance
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    gid = _store(port, "The storage unit code is 5150")
+    found = flux(home, "admin", "--name", "mem", "search", "storage unit")
+    assert found.returncode == 0 and f"#{gid} [active] The storage unit code is 5150" in found.stdout
+    asked = flux(home, "admin", "--name", "mem", "purge", str(gid), "--reason", "leaked")
+    assert asked.returncode != 0 and "run again with --token" in asked.stderr and "Traceback" not in asked.stderr
+    token = asked.stderr.split("--token ")[1].split()[0]
+    wrong = flux(home, "admin", "--name", "mem", "purge", str(gid), "--reason", "leaked", "--token", "0000-0000")
+    assert wrong.returncode != 0 and "run again with --token" in wrong.stderr
+    done = flux(home, "admin", "--name", "mem", "purge", str(gid), "--reason", "leaked", "--token", token)
+    assert done.returncode == 0 and f"purged grain {gid}" in done.stdout
+    assert f"flux-terminal:admin purge #{gid}: leaked" in flux(home, "admin", "--name", "mem", "audit").stdout
+    restore_token = flux(home, "admin", "--name", "mem", "restore", str(gid), "--reason", "mistake").stderr.split(
+        "--token ")[1].split()[0]
+    back = flux(home, "admin", "--name", "mem", "restore", str(gid), "--reason", "mistake", "--token", restore_token)
+    assert back.returncode == 0 and f"restored grain {gid}" in back.stdout
+    dossier = flux(home, "admin", "--name", "mem", "export", str(gid))
+    assert json.loads(dossier.stdout)["content"] == "The storage unit code is 5150"
+    assert "needs --reason" in flux(home, "admin", "--name", "mem", "purge", str(gid)).stderr
+
+
+def test_admin_menu_is_driven_through_standard_input(instance):
+    home, port = instance
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    gid = _store(port, "Bo keeps the spare key under the blue pot")
+    env = {**os.environ, "FLUX_HOME": str(home)}
+    for key in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR"):
+        env.pop(key, None)
+    menu = subprocess.Popen([sys.executable, "-m", "flux", "admin", "--name", "mem"], cwd=ROOT, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = []
+    while not any("Confirmation token for this session" in line for line in lines):
+        line = menu.stdout.readline()
+        assert line, menu.stderr.read()
+        lines.append(line)
+    token = lines[-1].rsplit(" ", 1)[1].strip()
+    script = ["1", "spare key", "2", str(gid), "key leaked", "WRONG", "2", str(gid), "key leaked", token,
+              "4", "3", str(gid), "undo", token, "q"]
+    out, err = menu.communicate("\n".join(script) + "\n", timeout=120)
+    assert menu.returncode == 0, err
+    assert lines[0].startswith(f"http://127.0.0.1:{port}/admin/login-link/")
+    assert f"#{gid} [active] Bo keeps the spare key" in out
+    assert "the token does not match; nothing was done" in out
+    assert f"purged grain {gid}" in out and f"flux-terminal:admin purge #{gid}: key leaked" in out
+    assert f"restored grain {gid}" in out
