@@ -21,7 +21,7 @@ def _json(schema: dict, description: str) -> dict:
 
 
 def _errors(*codes: int) -> dict:
-    text = {400: "Invalid input", 404: "Not found", 409: "Conflict (tombstoned, already rated, feedback owed)",
+    text = {400: "Invalid input", 403: "The caller is blocked by an operator", 404: "Not found", 409: "Conflict (tombstoned, already rated, feedback owed)",
             429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
             503: "Write queue full (Retry-After header), or the LLM unreachable (flux_extracts mode)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
@@ -121,7 +121,7 @@ SCHEMA = {
                         _ref("StoreItem"),
                         {"201": _json({"oneOf": [_ref("Stored"), EXTRACTED]}, "Stored"),
                          "200": _json(_ref("Stored"), "Already known")},
-                        400, 409, 429, 502, 503),
+                        400, 403, 409, 429, 502, 503),
         "/store/batch": _post(
             "Store up to MAX_GRAINS_PER_CALL grains, all or nothing",
             {"type": "object", "required": ["items"], "additionalProperties": False,
@@ -129,7 +129,7 @@ SCHEMA = {
                                       "items": _ref("StoreItem")}}},
             {"201": _json({"type": "object", "required": ["items", "created"], "properties": {
                 "items": {"type": "array", "items": _ref("Stored")}, "created": {"type": "integer"}}}, "Stored")},
-            400, 409, 429, 503),
+            400, 403, 409, 429, 503),
         "/retrieve": _post(
             "Retrieve the grains most relevant to a query",
             {"type": "object", "required": ["query"], "additionalProperties": False, "properties": {
@@ -143,7 +143,7 @@ SCHEMA = {
                 "abstractions": {"type": "array", "items": _ref("RetrievedGrain"),
                                  "description": "Dreams' abstractions reached; they take no grain's place."}}},
                 "Ranked grains and their trace")},
-            400, 409),
+            400, 403, 409),
         "/feedback": _post(
             "Rate one grain returned by a trace (applied asynchronously)",
             {"type": "object", "required": ["trace_id", "grain_id", "useful"], "additionalProperties": False,
@@ -153,7 +153,7 @@ SCHEMA = {
                 "feedback_id": {"type": "integer"}, "trace_id": {"type": "integer"}, "grain_id": {"type": "integer"},
                 "useful": {"type": "boolean"}, "status": {"type": "string", "enum": ["accepted", "already_recorded"]}}},
                 "Accepted")},
-            400, 404, 409),
+            400, 403, 404, 409),
         "/health": _get("Status (ok / warn / critical), the 14 signals with value, range, state and suggestion, "
                         "open warnings, counts by status and kind, queue depths, last snapshot",
                         {"200": _json(OBJECT, "Health")}),

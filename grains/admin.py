@@ -13,10 +13,12 @@ from django.http import HttpRequest, JsonResponse
 from django.template.response import TemplateResponse
 
 from graph.models import Conduit
-from grains.errors import FluxError
-from grains.models import ActivityEvent, AuditEvent, Caller, ConfidenceEvent, Grain, Source, Tombstone
+from grains.corrections import caller_block_set, grain_confidence_set, grain_status_set
+from grains.errors import FluxError, InvalidInput
+from grains.models import ActivityEvent, AuditEvent, Caller, ConfidenceEvent, Grain, Source, Status, Tombstone
 from grains.selectors import grain_dossier
-from grains.tombstones import actor_caller, grain_purge, grain_restore
+from grains.audit import actor_caller
+from grains.tombstones import grain_purge, grain_restore
 
 TOKEN_KEY = "flux_confirmation_token"
 
@@ -29,12 +31,18 @@ def session_token(request: HttpRequest) -> str:
 
 
 def _confirmed(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, *, title: str,
-               explanation: str, button: str, act) -> TemplateResponse | None:  # noqa: ANN001 - act(obj, reason, actor)
-    """Show the confirmation page, or, when the reason and this session's token came back, act on each row."""
+               explanation: str, button: str, act, value_label: str = "") -> TemplateResponse | None:  # noqa: ANN001
+    """Show the confirmation page, or, when the reason and this session's token came back, act on each row.
+
+    ``act(obj, reason, actor, value)``; ``value_label`` asks for a value too (e.g. a confidence).
+    """
     token, error = session_token(request), ""
+    value = request.POST.get("value", "").strip()
     if request.POST.get("confirm"):
         reason = request.POST.get("reason", "").strip()
-        if not reason:
+        if value_label and not value:
+            error = f"Give the {value_label}."
+        elif not reason:
             error = "Give a reason: it is kept in the audit log."
         elif request.POST.get("token", "").strip().upper() != token:
             error = "The confirmation token does not match the one shown for this session."
@@ -43,7 +51,7 @@ def _confirmed(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Que
             done, failed = 0, []
             for obj in queryset:
                 try:
-                    act(obj, reason, actor)
+                    act(obj, reason, actor, value)
                     done += 1
                 except FluxError as exc:
                     failed.append(exc.message)
@@ -54,7 +62,7 @@ def _confirmed(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Que
     return TemplateResponse(request, "admin/flux_confirm.html", {
         **modeladmin.admin_site.each_context(request), "title": title, "explanation": explanation,
         "objects": list(queryset[:500]), "action": request.POST.get("action"), "token": token, "error": error,
-        "reason": request.POST.get("reason", ""), "button": button})
+        "reason": request.POST.get("reason", ""), "button": button, "value_label": value_label, "value": value})
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -109,13 +117,41 @@ class ConfidenceHistory(ReadOnlyInline):
 class GrainAdmin(ReadOnlyAdmin):
     list_display = ("id", "short_content", "status", "tier", "provenance", "confidence", "weight", "retrievals",
                     "useful_count", "caller", "created_at")
-    list_filter = ("status", "tier", "provenance", "level")
+    list_filter = ("status", "tier", "provenance", "level", "caller", "cluster")
     search_fields = ("content",)
     list_select_related = ("caller",)
     raw_id_fields = ("caller", "cluster", "source")
     inlines = (ConfidenceHistory, OutgoingConduits, IncomingConduits)
     list_per_page = 50
-    actions = ("purge_selected", "export_selected")
+    actions = ("purge_selected", "export_selected", "quarantine_selected", "activate_selected",
+               "override_confidence")
+
+    def _status(self, request: HttpRequest, queryset: QuerySet, status: str) -> TemplateResponse | None:
+        return _confirmed(self, request, queryset, title=f"Set status {status}", button=f"Set {status}",
+                          explanation=f"Each grain moves to {status}; the change is audited.",
+                          act=lambda g, reason, actor, _: grain_status_set(grain_id=g.pk, status=status,
+                                                                           reason=reason, actor=actor))
+
+    @admin.action(description="Quarantine selected grains (they surface only when asked for)")
+    def quarantine_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return self._status(request, queryset, Status.QUARANTINED)
+
+    @admin.action(description="Make selected grains active")
+    def activate_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return self._status(request, queryset, Status.ACTIVE)
+
+    @admin.action(description="Override the confidence of selected grains")
+    def override_confidence(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        def act(grain: Grain, reason: str, actor: str, value: str) -> None:
+            try:
+                confidence = float(value)
+            except ValueError:
+                raise InvalidInput(f"the confidence {value!r} is not a number from 0 to 1") from None
+            grain_confidence_set(grain_id=grain.pk, confidence=confidence, reason=reason, actor=actor)
+
+        return _confirmed(self, request, queryset, title="Override confidence", button="Set confidence",
+                          explanation="Each grain's confidence is set to the value given; kept in its history.",
+                          act=act, value_label="confidence (0 to 1)")
 
     @admin.action(description="Export the dossiers of the selected grains as JSON")
     def export_selected(self, request: HttpRequest, queryset: QuerySet) -> JsonResponse:
@@ -129,7 +165,7 @@ class GrainAdmin(ReadOnlyAdmin):
         return _confirmed(self, request, queryset, title="Purge grains", button="Purge",
                           explanation="Each grain, its conduits and history are removed; a tombstone keeps its "
                                       "content from being stored again and allows a restore within the window.",
-                          act=lambda g, reason, actor: grain_purge(grain_id=g.pk, reason=reason, actor=actor))
+                          act=lambda g, reason, actor, _: grain_purge(grain_id=g.pk, reason=reason, actor=actor))
 
     @admin.display(description="content")
     def short_content(self, grain: Grain) -> str:
@@ -149,8 +185,8 @@ class TombstoneAdmin(ReadOnlyAdmin):
         return _confirmed(self, request, queryset, title="Restore grains", button="Restore",
                           explanation="Each grain comes back with its id, conduits and history, if its restore "
                                       "window has not ended.",
-                          act=lambda t, reason, actor: grain_restore(grain_id=t.grain_id, reason=reason,
-                                                                     actor=actor))
+                          act=lambda t, reason, actor, _: grain_restore(grain_id=t.grain_id, reason=reason,
+                                                                        actor=actor))
 
 
 @admin.register(AuditEvent)
@@ -165,9 +201,26 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 @admin.register(Caller)
 class CallerAdmin(ReadOnlyAdmin):
-    list_display = ("client", "role", "stored", "retrievals", "returned", "rated", "created_at")
-    list_filter = ("role",)
+    list_display = ("client", "role", "blocked", "stored", "retrievals", "returned", "rated", "created_at")
+    list_filter = ("role", "blocked")
     search_fields = ("client",)
+    actions = ("block_selected", "unblock_selected")
+
+    def _block(self, request: HttpRequest, queryset: QuerySet, blocked: bool) -> TemplateResponse | None:
+        word = "Block" if blocked else "Unblock"
+        return _confirmed(self, request, queryset, title=f"{word} callers", button=word,
+                          explanation="A blocked caller is refused on store, retrieve and feedback." if blocked
+                          else "The callers may store, retrieve and rate again.",
+                          act=lambda c, reason, actor, _: caller_block_set(caller=c, blocked=blocked, reason=reason,
+                                                                           actor=actor))
+
+    @admin.action(description="Block selected callers")
+    def block_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return self._block(request, queryset, True)
+
+    @admin.action(description="Unblock selected callers")
+    def unblock_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        return self._block(request, queryset, False)
 
 
 @admin.register(Source)

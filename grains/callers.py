@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from grains.errors import InvalidInput
+from grains.errors import CallerBlocked, InvalidInput
 from grains.models import Caller, Role
 
 ANONYMOUS = ("anonymous", Role.UNKNOWN.value)
@@ -43,3 +43,12 @@ def caller_resolve(caller: str | tuple[str, str] | Caller | None, *, now: dateti
     client, role = caller if isinstance(caller, tuple) else parse_caller(caller)
     row, _ = Caller.objects.get_or_create(client=client, role=role, defaults={"created_at": now})
     return row
+
+
+def caller_acting(caller: str | tuple[str, str] | Caller | None, *, now: datetime) -> Caller:
+    """``caller_resolve`` for a caller about to store, retrieve or rate: a blocked one is refused."""
+    who = caller_resolve(caller, now=now)
+    if who.blocked:
+        raise CallerBlocked(f"{who} is blocked by an operator ({who.blocked_reason or 'no reason given'}); "
+                            "ask the memory's operator to unblock it", details={"caller": str(who)})
+    return who

@@ -48,6 +48,13 @@ class FeedbackOwed(FluxError):
     status = 409
 
 
+class CallerBlocked(FluxError):
+    """An operator blocked this caller (flux admin, Django admin)."""
+
+    code = "caller_blocked"
+    status = 403
+
+
 class Overloaded(FluxError):
     code = "overloaded"
     status = 503

@@ -46,6 +46,8 @@ class Caller(models.Model):
     retrievals = models.PositiveIntegerField(default=0, help_text="Retrievals made.")
     returned = models.PositiveIntegerField(default=0, help_text="Grains returned by its retrievals.")
     rated = models.PositiveIntegerField(default=0, help_text="Returned grains that got feedback.")
+    blocked = models.BooleanField(default=False, help_text="Refused on store, retrieve and feedback.")
+    blocked_reason = models.CharField(max_length=300, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["client", "role"], name="caller_unique_client_role")]

@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record, activity_record_many
-from grains.callers import caller_resolve
+from grains.callers import caller_acting, caller_resolve
 from grains.content import content_hash, normalise
 from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, NotFound, Tombstoned
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
@@ -236,7 +236,7 @@ def grain_store_batch(
         )
     checked = [store_item_validate(raw, None if _single else index) for index, raw in enumerate(items)]
     now = now or timezone.now()
-    who = caller_resolve(caller, now=now)
+    who = caller_acting(caller, now=now)
     with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
         results = _store_all(checked, who, now, _single, source)
         Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))

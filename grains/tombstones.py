@@ -8,11 +8,8 @@ Every such act is an append-only audit entry: who, when, what, before, after, wh
 """
 from __future__ import annotations
 
-import json
-import re
 from datetime import datetime, timedelta
 
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Model, Q
 from django.utils import timezone
@@ -20,41 +17,19 @@ from django.utils import timezone
 from fluxsite.conf import flux_setting as S
 from graph.models import Cluster, Conduit
 from grains.activity import activity_record
+from grains.audit import audit_record, plain, require_reason
 from grains.callers import caller_resolve
 from grains.errors import Conflict, InvalidInput, NotFound
-from grains.models import AuditEvent, Caller, ConfidenceEvent, Grain, Tombstone
+from grains.models import Caller, ConfidenceEvent, Grain, Tombstone
 from grains.validate import require_id
 
 
-def actor_caller(username: str) -> str:
-    """The caller an operator acts as: ``<username>:admin``, the name cleaned to what callers allow."""
-    client = re.sub(r"[^A-Za-z0-9._@+-]", "-", username).strip("-")[:100] or "operator"
-    return f"{client}:admin"
-
-
-def audit_record(*, actor: str, action: str, grain_id: int | None, before: dict, after: dict, reason: str,
-                 now: datetime) -> AuditEvent:
-    return AuditEvent.objects.create(actor=actor, action=action, grain_id=grain_id, before=_plain(before),
-                                     after=_plain(after), reason=reason[:300], created_at=now)
-
-
-def _plain(data: object) -> object:
-    """JSON-ready: dates as ISO strings."""
-    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
-
-
 def _row(obj: Model) -> dict:
-    return _plain({f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields})
+    return plain({f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields})
 
 
 def _rebuilt(model: type[Model], row: dict) -> Model:
     return model(**{f.attname: f.to_python(row[f.attname]) for f in model._meta.concrete_fields if f.attname in row})
-
-
-def _reason(reason: object) -> str:
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidInput("'reason' is required: say why", details={"field": "reason"})
-    return reason.strip()
 
 
 def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None,
@@ -64,7 +39,7 @@ def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None
     The tombstone keeps what superseded the grain, so grains it superseded still
     find their current successor through it. Nothing is written when an error is raised.
     """
-    reason = _reason(reason)
+    reason = require_reason(reason)
     now = now or timezone.now()
     with transaction.atomic():
         grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).first()
@@ -101,7 +76,7 @@ def grain_restore(*, grain_id: int, reason: str, actor: str | Caller | None = No
     Refused (Conflict) after PURGE_RESTORE_WINDOW_HOURS, or when its content
     was stored again since. Conduits to grains that are gone since stay gone.
     """
-    reason = _reason(reason)
+    reason = require_reason(reason)
     now = now or timezone.now()
     with transaction.atomic():
         tomb = Tombstone.objects.filter(grain_id=require_id(grain_id, "grain_id")).first()

@@ -14,7 +14,7 @@ from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen
 from grains.activity import activity_record
 from grains.bulk import bulk_set
-from grains.callers import caller_resolve
+from grains.callers import caller_acting
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.errors import Conflict, InvalidInput, NotFound
 from grains.models import Caller, Grain, Status, Tier
@@ -54,7 +54,7 @@ def feedback_accept(
                 f"grain {grain_id} of trace {trace_id} was already rated useful={existing.useful}",
                 details={"trace_id": trace_id, "grain_id": grain_id, "useful": existing.useful},
             )
-        feedback = Feedback.objects.create(item=item, useful=useful, caller=caller_resolve(caller, now=now),
+        feedback = Feedback.objects.create(item=item, useful=useful, caller=caller_acting(caller, now=now),
                                            created_at=now)
         Caller.objects.filter(pk=trace.caller_id).update(rated=F("rated") + 1)
     return feedback, True

@@ -20,7 +20,7 @@ from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges
                              grain_rank_inputs, grains_by_id)
 from grains.activity import activity_record
 from grains.bulk import bulk_set
-from grains.callers import caller_resolve
+from grains.callers import caller_acting
 from grains.lifecycle import Changes
 from grains.errors import FeedbackOwed, InvalidInput
 from grains.models import Caller, Grain, Status
@@ -163,7 +163,7 @@ def grain_retrieve(
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
-    who = caller_resolve(caller, now=now)
+    who = caller_acting(caller, now=now)
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())

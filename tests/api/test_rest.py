@@ -388,3 +388,15 @@ def test_a_grain_dossier_downloads_as_json(api):
     assert body["content"] == "Ines repairs clocks" and body["conduits"] and {"relations", "dreams"} <= set(body)
     bad = api.get(f"/grains/{grain}", format="xml")
     assert bad.status_code == 400 and error_of(bad)["details"]["field"] == "format"
+
+
+def test_a_blocked_caller_gets_403_with_the_reason(api):
+    from grains.corrections import caller_block_set
+
+    api.post("/store", {"content": "Fine fact"}, caller="bot:chat")
+    caller_block_set(caller="bot:chat", blocked=True, reason="flooding", actor="ops:admin")
+    refused = api.post("/store", {"content": "Another fact"}, caller="bot:chat")
+    assert refused.status_code == 403 and error_of(refused)["code"] == "caller_blocked"
+    assert "flooding" in error_of(refused)["message"]
+    assert api.post("/retrieve", {"query": "fact"}, caller="bot:chat").status_code == 403
+    assert api.post("/store", {"content": "Another fact"}, caller="person:chat").status_code == 201

@@ -167,3 +167,48 @@ def test_dossiers_export_from_the_admin(admin_client, t0):
     dossiers = json.loads(exported.content)["grains"]
     assert [d["id"] for d in dossiers] == [a.pk, b.pk]
     assert dossiers[0]["conduits"] and dossiers[0]["confidence_history"] and "relations" in dossiers[0]
+
+
+def correct(admin_client, listing: str, action: str, rows, **fields):  # noqa: ANN001, ANN201
+    admin_client.post(f"/admin/grains/{listing}/", {"action": action, "_selected_action": [r.pk for r in rows]})
+    data = {"action": action, "_selected_action": [r.pk for r in rows], "confirm": "yes",
+            "reason": "operator check", "token": token_of(admin_client), **fields}
+    return admin_client.post(f"/admin/grains/{listing}/", data, follow=True)
+
+
+def test_status_and_confidence_set_by_hand_are_audited(admin_client, t0):
+    from grains.models import AuditEvent, ConfidenceEvent
+
+    grain = grain_store(content="The boiler was serviced in 2019", now=t0).grain
+    assert b"Set quarantined: 1 done." in correct(admin_client, "grain", "quarantine_selected", [grain]).content
+    assert Grain.objects.get(pk=grain.pk).status == "quarantined"
+    missing = correct(admin_client, "grain", "override_confidence", [grain])
+    assert b"Give the confidence" in missing.content
+    bad = correct(admin_client, "grain", "override_confidence", [grain], value="lots")
+    assert b"not a number from 0 to 1" in bad.content and Grain.objects.get(pk=grain.pk).confidence == 0.7
+    assert b"Set confidence: 1 done." in correct(admin_client, "grain", "override_confidence", [grain],
+                                                 value="0.35").content
+    assert Grain.objects.get(pk=grain.pk).confidence == 0.35
+    assert ConfidenceEvent.objects.filter(grain=grain, reason="set by hand", confidence=0.35).exists()
+    assert [(a.action, a.before, a.after) for a in AuditEvent.objects.order_by("pk")] == [
+        ("status_change", {"status": "active"}, {"status": "quarantined"}),
+        ("confidence_override", {"confidence": 0.7}, {"confidence": 0.35, "status": "quarantined"})]
+
+
+def test_a_blocked_caller_is_refused_until_unblocked_and_both_are_audited(admin_client, t0):
+    from graph.services import grain_retrieve
+    from grains.errors import CallerBlocked
+    from grains.models import AuditEvent, Caller
+
+    grain_store(content="Noisy bot facts", caller="spammer:chat", now=t0)
+    spammer = Caller.objects.get(client="spammer")
+    assert b"Block: 1 done." in correct(admin_client, "caller", "block_selected", [spammer]).content
+    with pytest.raises(CallerBlocked, match="blocked by an operator"):
+        grain_store(content="More noise", caller="spammer:chat", now=t0)
+    with pytest.raises(CallerBlocked):
+        grain_retrieve(query="noise", caller="spammer:chat", now=t0)
+    grain_store(content="Others are unaffected", caller="friend:chat", now=t0)
+    assert b"Unblock: 1 done." in correct(admin_client, "caller", "unblock_selected", [spammer]).content
+    grain_store(content="Calmer facts now", caller="spammer:chat", now=t0)
+    assert list(AuditEvent.objects.order_by("pk").values_list("action", flat=True)) == ["caller_block",
+                                                                                        "caller_unblock"]
