@@ -83,7 +83,8 @@ def _consolidate_all(clumps: list[Clump], use: Abstracter | None, write: Callabl
         except LLMUnavailable as exc:
             return DreamRunResult(result.candidates, result.accepted, result.rejected, exc.message)
         except (LLMBadAnswer, BadAbstraction) as exc:
-            dream = write(lambda: _record(clump, "", "llm", GateResult(False, f"bad answer: {exc}"), now))
+            bad = GateResult(False, f"bad answer: {exc}")
+            dream = write(lambda: _record(clump, "", "llm", bad, now))
             result.rejected.append(dream.pk)
             continue
         verdict = gate(text, texts, min_support=S("DREAM_GATE_MIN_SUPPORT"))

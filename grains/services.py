@@ -16,7 +16,7 @@ from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record, activity_record_many
 from grains.callers import caller_acting, caller_resolve
 from grains.content import content_hash, normalise
-from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, NotFound, Tombstoned
+from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, Tombstoned
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.limits import grains_rate_slot

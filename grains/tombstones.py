@@ -19,7 +19,7 @@ from graph.models import Cluster, Conduit
 from grains.activity import activity_record
 from grains.audit import audit_record, plain, require_reason
 from grains.callers import caller_resolve
-from grains.errors import Conflict, InvalidInput, NotFound
+from grains.errors import Conflict, NotFound
 from grains.models import Caller, ConfidenceEvent, Grain, Tombstone
 from grains.validate import require_id
 
