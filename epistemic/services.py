@@ -45,8 +45,8 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
         for grain, other in ((source, target), (target, source)):
             value = (rules.raised(grain.confidence, rules.corroboration) if supported
                      else rules.lowered(grain.confidence, rules.contradiction))
-            changes.confidence(grain, value, "supported" if supported else "contradicted", caller=caller,
-                               related=other.pk)
+            changes.confidence(grain, value, "supported" if supported else "contradicted",
+                               caller_id=caller.pk if caller else None, related=other.pk)
     if kind == ConduitKind.CONTRADICTS:
         loser = contradiction_loser((source.pk, source.confidence), (target.pk, target.confidence),
                                     margin=S("CONTRADICTION_QUARANTINE_MARGIN"))

@@ -5,8 +5,6 @@ Changes go through the services (store, forget); here rows are read-only.
 """
 from __future__ import annotations
 
-import secrets
-
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
@@ -17,7 +15,7 @@ from grains.corrections import caller_block_set, grain_confidence_set, grain_sta
 from grains.errors import FluxError, InvalidInput
 from grains.models import ActivityEvent, AuditEvent, Caller, ConfidenceEvent, Grain, Source, Status, Tombstone
 from grains.selectors import grain_dossier
-from grains.audit import actor_caller
+from grains.audit import actor_caller, confirmation_token
 from grains.tombstones import grain_purge, grain_restore
 
 TOKEN_KEY = "flux_confirmation_token"
@@ -26,7 +24,7 @@ TOKEN_KEY = "flux_confirmation_token"
 def session_token(request: HttpRequest) -> str:
     """The confirmation token of this admin session: destructive acts need it typed back."""
     if TOKEN_KEY not in request.session:
-        request.session[TOKEN_KEY] = f"{secrets.token_hex(2)}-{secrets.token_hex(2)}".upper()
+        request.session[TOKEN_KEY] = confirmation_token()
     return request.session[TOKEN_KEY]
 
 

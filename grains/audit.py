@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from datetime import datetime
 
 from django.core.serializers.json import DjangoJSONEncoder
 
 from grains.errors import InvalidInput
 from grains.models import AuditEvent
+
+
+def confirmation_token() -> str:
+    """A fresh token an operator types back to confirm a destructive act, e.g. ``3F9A-01CE``."""
+    return f"{secrets.token_hex(2)}-{secrets.token_hex(2)}".upper()
 
 
 def actor_caller(username: str) -> str:

@@ -57,7 +57,7 @@ def grain_confidence_set(*, grain_id: int, confidence: float, reason: str, actor
         grain, who = _grain(grain_id), caller_resolve(actor, now=now)
         before = grain.confidence
         changes = Changes(now)
-        changes.confidence(grain, float(confidence), "set by hand", caller=who)
+        changes.confidence(grain, float(confidence), "set by hand", caller_id=who.pk)
         grain.save(update_fields=GRAIN_STATE_FIELDS)
         changes.save()
         audit_record(actor=str(who), action="confidence_override", grain_id=grain.pk, reason=reason, now=now,

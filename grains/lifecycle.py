@@ -14,7 +14,7 @@ from datetime import datetime
 from epistemic.confidence import ConfidenceRules
 from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record_many
-from grains.models import Caller, ConfidenceEvent, Grain, Status
+from grains.models import ConfidenceEvent, Grain, Status
 from vitals.counters import tally
 
 EVENT_BY_STATUS = {
@@ -53,15 +53,15 @@ class Changes:
         grain.status, grain.status_changed_at = to, self.now
         return True
 
-    def confidence(self, grain: Grain, value: float, reason: str, *, caller: Caller | None = None,
-                   caller_id: int | None = None, related: int | None = None) -> None:
+    def confidence(self, grain: Grain, value: float, reason: str, *, caller_id: int | None = None,
+                   related: int | None = None) -> None:
         """Set the grain's confidence (in memory) with a history entry; quarantine it below the floor."""
         value = round(value, 6)
         if value == grain.confidence:
             return
         grain.confidence, grain.confidence_at = value, self.now
         self.events.append(ConfidenceEvent(grain=grain, confidence=value, reason=reason[:64], created_at=self.now,
-                                           caller_id=caller.pk if caller else caller_id, related_grain_id=related))
+                                           caller_id=caller_id, related_grain_id=related))
         if self.rules.below_floor(value) and grain.status in (Status.ACTIVE, Status.DORMANT):
             self.status(grain, Status.QUARANTINED, f"confidence {value:.2f} below CONFIDENCE_FLOOR ({reason})")
 

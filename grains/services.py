@@ -118,7 +118,7 @@ def _corroborate(grain: Grain, caller: Caller, now: datetime) -> Grain:
         grain=grain, caller=caller, reason="corroborated").exists()
     if not vouched:
         changes.confidence(grain, changes.rules.raised(grain.confidence, changes.rules.corroboration), "corroborated",
-                           caller=caller)
+                           caller_id=caller.pk)
     grain.last_accessed_at = now
     if grain.status in (Status.DORMANT, Status.ARCHIVED) and grain.superseded_by is None:
         if changes.status(grain, Status.ACTIVE, "stored again"):

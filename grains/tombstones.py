@@ -20,7 +20,7 @@ from grains.activity import activity_record
 from grains.audit import audit_record, plain, require_reason
 from grains.callers import caller_resolve
 from grains.errors import Conflict, NotFound
-from grains.models import Caller, ConfidenceEvent, Grain, Tombstone
+from grains.models import Caller, ConfidenceEvent, Grain, Source, Tombstone
 from grains.validate import require_id
 
 
@@ -105,7 +105,7 @@ def _put_back(kept: dict) -> Grain:
     grain = _rebuilt(Grain, kept["grain"])
     if grain.cluster_id and not Cluster.objects.filter(pk=grain.cluster_id).exists():
         grain.cluster_id = None
-    if grain.source_id and not Grain.source.field.related_model.objects.filter(pk=grain.source_id).exists():
+    if grain.source_id and not Source.objects.filter(pk=grain.source_id).exists():
         grain.source_id = None
     grain.save(force_insert=True)
     ends = {c["source_id"] for c in kept["conduits"]} | {c["target_id"] for c in kept["conduits"]}

@@ -6,11 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from django.db import connection
+from django.db.models import Q
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
-from django.db.models import Q
-
 from graph.models import Cluster, Conduit, ConduitKind, Trace, TraceItem
 from grains.errors import NotFound
 from grains.models import Caller, Grain, Status
@@ -77,11 +76,13 @@ def grain_rank_inputs(
     for chunk in _chunks(list(ids)):
         sql = (
             f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
-            f"superseded_by, cluster_id, level FROM grains_grain WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
+            f"superseded_by, cluster_id, level FROM grains_grain "
+            f"WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level in cursor.fetchall():
+            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level in (
+                    cursor.fetchall()):
                 inputs[gid] = RankInput(
                     weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
                     confidence=confidence,

@@ -40,8 +40,9 @@ def health_summary(*, write_depth: int, now: datetime | None = None) -> dict:
 
     A few small queries however long the instance has run: no table is counted.
     """
-    states = vitals_states(now=now or timezone.now())
-    gauges = dict(Gauge.objects.values_list("name", "value"))
+    reading = vitals_read(now=now or timezone.now())
+    states = [signal.evaluate(reading) for signal in SIGNALS]
+    gauges = reading.gauges
     grains = {s.value: int(gauges.get(f"grains:{s.value}", 0)) for s in Status}
     conduits = {k.value: int(gauges.get(f"conduits:{k.value}", 0)) for k in ConduitKind}
     last = Snapshot.objects.order_by("-created_at").values_list("created_at", flat=True).first()

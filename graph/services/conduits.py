@@ -113,9 +113,18 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
     conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
     conduit.last_decayed_at = conduit.last_used_at = now
     conduit.save(update_fields=["weight", "last_decayed_at", "last_used_at"])
-    if stored < S("HIGHWAY_WEIGHT") <= conduit.weight:
-        tally({"highways_formed": 1}, now=now)
+    tally(highway_counts(stored, conduit.weight), now=now)
     return conduit, False
+
+
+def highway_counts(before: float, after: float) -> dict[str, int]:
+    """A conduit whose stored weight crosses HIGHWAY_WEIGHT forms (up) or loses (down) a highway."""
+    line = S("HIGHWAY_WEIGHT")
+    if before < line <= after:
+        return {"highways_formed": 1}
+    if after < line <= before:
+        return {"highways_lost": 1}
+    return {}
 
 
 def conduit_relate(source: int, target: int, *, kind: str, asserted_by: str, note: str,

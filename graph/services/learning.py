@@ -11,7 +11,7 @@ from fluxsite.conf import flux_setting as S
 from graph.algorithms.learning import penalise, reinforce
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
 from graph.policy import conduit_weight_now, grain_weight_now
-from graph.services.conduits import conduit_strengthen
+from graph.services.conduits import conduit_strengthen, highway_counts
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_acting
@@ -154,7 +154,8 @@ def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> dict[str
             counts["weight_drop_sum"] = counts.get("weight_drop_sum", 0.0) + current - conduit.weight
             if conduit.weight <= S("WEIGHT_MIN") and conduit.kind in LEARNED_KINDS:
                 dissolved.append(conduit)
-        _count_highway(counts, stored, conduit.weight)
+        for name, n in highway_counts(stored, conduit.weight).items():
+            counts[name] = counts.get(name, 0) + n
         conduit.uses += 1
         conduit.last_decayed_at = conduit.last_used_at = now
     kept = [c for c in conduits if c not in dissolved]
@@ -164,15 +165,6 @@ def _learn_path(conduit_ids: list[int], useful: bool, now: datetime) -> dict[str
         counts["conduits_dissolved"] = len(dissolved)
         activity_record("graph.conduits_dissolved", {"conduit_ids": [c.pk for c in dissolved]}, now=now)
     return counts
-
-
-def _count_highway(counts: dict[str, float], before: float, after: float) -> None:
-    """A conduit crossing HIGHWAY_WEIGHT, up or down, forms or loses a highway."""
-    line = S("HIGHWAY_WEIGHT")
-    if before < line <= after:
-        counts["highways_formed"] = counts.get("highways_formed", 0) + 1
-    elif after < line <= before:
-        counts["highways_lost"] = counts.get("highways_lost", 0) + 1
 
 
 def _co_useful(item: TraceItem, now: datetime) -> list[dict]:

@@ -16,8 +16,8 @@ from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
 from epistemic.selectors import successors_resolve
-from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours, contradictions_of, feedback_owed,
-                             grain_rank_inputs, grains_by_id)
+from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours,
+                             contradictions_of, feedback_owed, grain_rank_inputs, grains_by_id)
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_acting

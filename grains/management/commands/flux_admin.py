@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from grains.audit import confirmation_token
 from grains.errors import FluxError
 from grains.models import AuditEvent, Grain
 from grains.selectors import grain_dossier
@@ -99,7 +99,7 @@ class Command(BaseCommand):
         self.stdout.write(act(action, grain_id, opts["reason"]))
 
     def menu(self, base_url: str) -> None:
-        token = f"{secrets.token_hex(2)}-{secrets.token_hex(2)}".upper()
+        token = confirmation_token()
         self.stdout.write(f"Flux admin. Confirmation token for this session: {token}\n{MENU}")
         ask = _asker(self.stdout.write)
         while (choice := ask("> ")) not in (None, "q", "quit"):
