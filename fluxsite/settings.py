@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "dreams",
     "vitals",
     "mcp_bridge",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -46,7 +47,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "fluxsite.urls"
+# The dashboard listener (fluxsite.dashboard_asgi) serves its own, read-only URLs; every other process the REST API.
+DASHBOARD_LISTENER = env_str("FLUX_LISTENER", "") == "dashboard"
+ROOT_URLCONF = "dashboard.urls" if DASHBOARD_LISTENER else "fluxsite.urls"
+if DASHBOARD_LISTENER:
+    MIDDLEWARE = ["dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
 ASGI_APPLICATION = "fluxsite.asgi.application"
 WSGI_APPLICATION = "fluxsite.wsgi.application"
 
@@ -112,6 +117,9 @@ CACHES = {
 FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
 
 REDIS_URL = env_str("REDIS_URL", "")
+# Live dashboard events cross processes through the persisted activity log, which the dashboard process tails
+# (dashboard/relay.py); the channel layer only fans them out to the websockets of that one process.
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}"
 # A busy broker file waits instead of failing a publish (see NOTES on the SQLAlchemy transport).
 CELERY_BROKER_TRANSPORT_OPTIONS = {} if REDIS_URL else {"connect_args": {"timeout": 30}}

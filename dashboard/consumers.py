@@ -1,0 +1,55 @@
+"""The dashboard's websocket: a snapshot on connect, then deltas of the activity log.
+
+``/ws/activity?after=ID`` resumes: after the snapshot come every event with an id above ID (in pages), then
+live ones. Each event is sent once, in id order; the client keeps the last id it saw to reconnect with.
+"""
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from dashboard.relay import GROUP, relay_ensure
+from dashboard.selectors import EVENT_PAGE_MAX, events_after, live_snapshot
+
+
+class ActivityConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        after = query.get("after", [""])[0]
+        if after and not after.isdigit():
+            await self.accept()
+            await self.send_json({"type": "error", "message": f"'after' must be an event id (a whole number), "
+                                                               f"not {after!r}"})
+            await self.close(code=4400)
+            return
+        await self.accept()
+        relay_ensure()
+        # Join first, then read: an event is either in what is read here or in a later group message.
+        await self.channel_layer.group_add(GROUP, self.channel_name)
+        snapshot = await database_sync_to_async(live_snapshot)()
+        await self.send_json({"type": "snapshot", **snapshot})
+        self.last_id = snapshot["last_event_id"]
+        if after:
+            self.last_id = int(after)
+            while True:
+                events = await database_sync_to_async(events_after)(self.last_id)
+                await self._send(events)
+                if len(events) < EVENT_PAGE_MAX:
+                    break
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(GROUP, self.channel_name)
+
+    async def activity_events(self, message: dict) -> None:
+        await self._send(message["events"])
+
+    async def _send(self, events: list[dict]) -> None:
+        fresh = [e for e in events if e["id"] > self.last_id]
+        if fresh:
+            self.last_id = fresh[-1]["id"]
+            await self.send_json({"type": "delta", "events": fresh})
+
+    async def receive_json(self, content: dict, **kwargs: object) -> None:
+        await self.send_json({"type": "error", "message": "this socket only sends; it takes no messages"})

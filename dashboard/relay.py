@@ -1,0 +1,48 @@
+"""Live events for open pages, whichever process caused them.
+
+The persisted activity log is the source of truth: services in daphne, Celery workers and management commands
+all write to it. The dashboard process tails it (events with an id above the last one seen, every
+DASHBOARD_POLL_SECONDS) and fans each batch out to its websockets through the channel layer group ``GROUP``.
+One relay runs per process, started by the first websocket that connects.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from dashboard.selectors import events_after, last_event_id
+from fluxsite.conf import flux_setting as S
+
+GROUP = "flux.activity"
+log = logging.getLogger(__name__)
+_tasks: dict[int, asyncio.Task] = {}  # one relay per event loop
+
+
+def relay_ensure() -> None:
+    """Start this process's relay if it is not running."""
+    loop = asyncio.get_running_loop()
+    task = _tasks.get(id(loop))
+    if task is None or task.done():
+        _tasks[id(loop)] = loop.create_task(relay_run(), name="flux-activity-relay")
+
+
+async def relay_run(*, rounds: int | None = None) -> None:
+    """Tail the activity log forever (or for ``rounds`` polls), sending each new batch to GROUP."""
+    layer = get_channel_layer()
+    last = await database_sync_to_async(last_event_id)()
+    done = 0
+    while rounds is None or done < rounds:
+        done += 1
+        try:
+            events = await database_sync_to_async(events_after)(last)
+        except Exception:  # a locked or restarting database: try again next round
+            log.exception("reading the activity log failed; retrying")
+            events = []
+        if events:
+            last = events[-1]["id"]
+            await layer.group_send(GROUP, {"type": "activity.events", "events": events})
+        if not events or len(events) < 100:
+            await asyncio.sleep(S("DASHBOARD_POLL_SECONDS"))

@@ -1,0 +1,139 @@
+"""The dashboard listener's views: pages, read-only JSON, static files. Nothing here writes."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import SuspiciousFileOperation
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.static import serve
+
+from dashboard import selectors
+from fluxsite.api import error_body, flux_error_response
+from fluxsite.conf import flux_setting as S
+from grains.errors import FluxError, InvalidInput
+from grains.selectors import grain_dossier
+
+STATIC_ROOT = Path(settings.BASE_DIR) / "static"
+SAFE_METHODS = ("GET", "HEAD")
+PAGES = {
+    "graph": ("Knowledge Graph", "/"),
+    "mycelium": ("Mycelium", "/mycelium"),
+    "globe": ("Globe", "/globe"),
+    "vitals": ("Vitals", "/vitals"),
+    "chronicle": ("Chronicle", "/chronicle"),
+    "mobile": ("Mobile preview", "/mobile-preview"),
+}
+
+
+def rest_url() -> str:
+    return f"http://{S('REST_HOST')}:{S('REST_PORT')}"
+
+
+class ReadOnlyMiddleware:
+    """First on the dashboard listener: anything but GET and HEAD is refused before it reaches a view (or the
+    CSRF check), saying where writes go."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in SAFE_METHODS:
+            return self.get_response(request)
+        response = JsonResponse(error_body(
+            "read_only", f"the dashboard is read-only: {request.method} {request.path} is refused here; the REST API "
+            f"takes writes at {rest_url()}{request.path}", {"allowed": list(SAFE_METHODS), "rest_url": rest_url()}),
+            status=405)
+        response["Allow"] = ", ".join(SAFE_METHODS)
+        return response
+
+
+def page(name: str) -> Callable[[HttpRequest], HttpResponse]:
+    @xframe_options_sameorigin  # the mobile preview frames the other pages
+    def view(request: HttpRequest) -> HttpResponse:
+        return render(request, f"dashboard/{name}.html", {
+            "view": name, "title": PAGES[name][0], "pages": PAGES, "rest_url": rest_url()})
+    return view
+
+
+def data(fn: Callable[..., object]) -> Callable[..., HttpResponse]:
+    """A JSON endpoint: Flux errors become their status and message."""
+    @functools.wraps(fn)
+    def view(request: HttpRequest, **kwargs: object) -> HttpResponse:
+        try:
+            return JsonResponse(fn(request, **kwargs), safe=False)
+        except FluxError as exc:
+            return flux_error_response(exc)
+    return view
+
+
+def _int_param(request: HttpRequest, name: str, default: int | None, *, low: int = 0, high: int | None = None) -> int | None:
+    raw = request.GET.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name!r} must be a whole number, not {raw!r}", details={"field": name}) from None
+    if value < low or (high is not None and value > high):
+        raise InvalidInput(f"{name!r} must be between {low} and {high}", details={"field": name})
+    return value
+
+
+@data
+def graph(request: HttpRequest) -> dict:
+    return selectors.graph_overview()
+
+
+@data
+def graph_cluster(request: HttpRequest, cluster_id: int) -> dict:
+    return selectors.cluster_graph(cluster_id)
+
+
+@data
+def clusters(request: HttpRequest) -> dict:
+    return selectors.cluster_overview()
+
+
+@data
+def search(request: HttpRequest) -> list[dict]:
+    return selectors.grain_search(request.GET.get("q", ""), limit=_int_param(request, "limit", 20, low=1, high=100))
+
+
+@data
+def grain(request: HttpRequest, grain_id: int) -> dict:
+    return grain_dossier(grain_id)
+
+
+@data
+def activity(request: HttpRequest) -> dict:
+    limit = _int_param(request, "limit", 500, low=1, high=selectors.EVENT_PAGE_MAX)
+    after = _int_param(request, "after", None)
+    events = (selectors.events_after(after, limit=limit) if after is not None
+              else selectors.events_before(_int_param(request, "before", None, low=1), limit=limit))
+    return {"events": events, "last_event_id": selectors.last_event_id()}
+
+
+@data
+def vitals(request: HttpRequest) -> dict:
+    return selectors.vitals_timeline(limit=_int_param(request, "limit", 500, low=1, high=5000))
+
+
+def static(request: HttpRequest, path: str) -> HttpResponse:
+    """Files of the project's static folder only: django's serve() normalises the path and refuses any that
+    leaves the folder (``..``, encoded or not); directories are never listed."""
+    try:
+        return serve(request, path, document_root=str(STATIC_ROOT), show_indexes=False)
+    except (Http404, SuspiciousFileOperation):  # a path leaving the folder is simply not there
+        return JsonResponse(error_body("not_found", f"no static file {path!r}"), status=404)
+
+
+def write_refused(request: HttpRequest, path: str = "") -> JsonResponse:
+    """The REST API's paths on the dashboard port: refused, saying where they live."""
+    return JsonResponse(error_body(
+        "wrong_listener", f"the dashboard port serves no REST API; {request.method} {request.path} goes to "
+        f"{rest_url()}{request.path}", {"rest_url": rest_url()}), status=403)

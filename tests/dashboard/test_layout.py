@@ -1,0 +1,42 @@
+"""The dashboard layout (DB-free): clusters never overlap, members stay in their disc, same data same picture."""
+from __future__ import annotations
+
+import math
+import random
+
+from dashboard.layout import cluster_discs, disc_radius, member_positions
+
+
+def _overlaps(discs) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(discs)) for j in range(i + 1, len(discs))
+            if math.dist((discs[i].x, discs[i].y), (discs[j].x, discs[j].y)) < discs[i].radius + discs[j].radius]
+
+
+def test_cluster_discs_do_not_overlap_for_mixed_sizes():
+    rng = random.Random(7)
+    for _ in range(20):
+        sizes = [rng.choice([1, 2, 5, 20, 80, 400, 3000]) for _ in range(rng.randint(1, 120))]
+        discs = cluster_discs(sizes)
+        assert len(discs) == len(sizes)
+        assert _overlaps(discs) == []
+        assert [round(d.radius, 6) for d in discs] == [round(disc_radius(s), 6) for s in sizes]
+
+
+def test_the_picture_is_centred_and_deterministic():
+    sizes = [3, 50, 7, 7, 1]
+    discs = cluster_discs(sizes)
+    assert cluster_discs(sizes) == discs
+    xs = [d.x - d.radius for d in discs] + [d.x + d.radius for d in discs]
+    ys = [d.y - d.radius for d in discs] + [d.y + d.radius for d in discs]
+    assert abs(min(ys) + max(ys)) < 3.0 and abs(min(xs) + max(xs)) < 3.0 * max(d.radius for d in discs)
+    assert cluster_discs([]) == []
+
+
+def test_members_fill_their_disc_first_one_at_the_centre():
+    disc = cluster_discs([200, 40])[1]
+    places = member_positions(disc, 40)
+    assert len(places) == 40 == len(set(places))
+    assert math.dist(places[0], (disc.x, disc.y)) < 1.0
+    assert all(math.dist(p, (disc.x, disc.y)) <= disc.radius for p in places)
+    nearest = min(math.dist(a, b) for i, a in enumerate(places) for b in places[i + 1:])
+    assert nearest > 0.5
