@@ -11,6 +11,7 @@
     const values = signal.values.filter((v) => v !== null && v !== undefined);
     const bounds = values.concat([signal.low, signal.high].filter((v) => v !== null && v !== undefined));
     let lo = Math.min(...bounds, 0), hi = Math.max(...bounds, 1e-9);
+    if (signal.high === null || signal.high === undefined) hi = hi * 1.5 + 1e-3; // room above an open band
     if (hi === lo) hi = lo + 1;
     const xs = (i) => (snapshots.length < 2 ? w / 2 : pad + (i / (snapshots.length - 1)) * (w - 2 * pad));
     const ys = (v) => h - pad - ((v - lo) / (hi - lo)) * (h - 2 * pad);
