@@ -51,17 +51,26 @@ def cmd_start(args: argparse.Namespace) -> int:
     if already:
         print(f"Instance {args.name!r} is already running ({_pids(already)}) at {instance.rest_url()}")
         return 0
-    if args.foreground:
-        processes.migrate(instance)
-        service = processes.services(instance)[0]
-        print(f"Flux Memory {args.name!r} at {instance.rest_url()} (foreground; Ctrl-C stops it)", flush=True)
-        os.execvpe(service.argv[0], service.argv, instance.environ())
-    started = processes.start(instance)
+    procs = processes.start(instance, broadcast=args.broadcast)
+    started = {name: p.pid for name, p in procs.items()}
     print(f"Started instance {args.name!r} ({_pids(started)}); logs in {instance.log_dir}")
-    print(f"  REST API: {instance.rest_url()}   (health: {instance.rest_url()}/health)")
-    print(f"  Admin:    flux admin --name {args.name}")
-    print(f"  MCP:      add a snippet from {instance.integrations} to your MCP client")
+    _print_urls(instance, broadcast=args.broadcast)
+    print(f"  Admin:     flux admin --name {args.name}")
+    print(f"  MCP:       add a snippet from {instance.integrations} to your MCP client")
+    if args.foreground:
+        print("Running in the foreground; Ctrl-C stops every process.", flush=True)
+        return processes.wait_foreground(instance, procs)
     return 0
+
+
+def _print_urls(instance: Instance, *, broadcast: bool) -> None:
+    print(f"  REST API:  {instance.rest_url()}   (health: {instance.rest_url()}/health)")
+    print(f"  Dashboard: {instance.dashboard_url()}/")
+    if broadcast:
+        port = instance.setting("DASHBOARD_PORT")
+        lan = [f"http://{a}:{port}/" for a in processes.lan_addresses()] or [f"http://<this machine's address>:{port}/"]
+        print(f"  Dashboard on the LAN (read-only; the REST API stays on {instance.setting('REST_HOST')}): "
+              + "  ".join(lan))
 
 
 def _running_instance(name: str, hint: str = "") -> Instance:
@@ -85,7 +94,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not pids:
         return 1
     print(f"  processes: {_pids(pids)}")
-    print(f"  REST API:  {instance.rest_url()}")
+    _print_urls(instance, broadcast=processes.broadcasting(instance))
     try:
         with urllib.request.urlopen(instance.rest_url() + "/health", timeout=10) as response:
             health = json.loads(response.read())
@@ -152,8 +161,11 @@ def parser() -> argparse.ArgumentParser:
     init.add_argument("--mode", choices=MODES, help="operating mode (asked for when interactive)")
     init.add_argument("--yes", action="store_true", help="take the defaults without asking")
     init.add_argument("--force", action="store_true", help="rewrite an existing instance's config and snippets")
-    start = command("start", cmd_start, "start the instance's service in the background")
-    start.add_argument("--foreground", action="store_true", help="run in this terminal instead")
+    start = command("start", cmd_start, "start the instance's REST API, dashboard and worker in the background")
+    start.add_argument("--foreground", action="store_true", help="keep running in this terminal; Ctrl-C stops all")
+    start.add_argument("--broadcast", action="store_true",
+                       help="let the dashboard (read-only) listen on every interface and print its LAN URLs; "
+                            "the REST API stays on REST_HOST")
     command("stop", cmd_stop, "stop every process of the instance, gracefully")
     command("status", cmd_status, "say whether the instance runs, with its pids and counts")
     command("mcp", cmd_mcp, "run the stdio MCP server for the instance (what MCP clients launch)")

@@ -83,9 +83,16 @@ class Instance:
         return env
 
     def rest_url(self) -> str:
-        host = str(self.setting("REST_HOST"))
-        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        return f"http://{host}:{self.setting('REST_PORT')}"
+        return _url(str(self.setting("REST_HOST")), self.setting("REST_PORT"))
+
+    def dashboard_url(self) -> str:
+        return _url(str(self.setting("DASHBOARD_HOST")), self.setting("DASHBOARD_PORT"))
+
+
+def _url(host: str, port: object) -> str:
+    """The URL a local client reaches a listener at (a wildcard bind is reached on loopback)."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{host}:{port}"
 
 
 def _env_text(value: object) -> str:

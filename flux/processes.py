@@ -4,12 +4,14 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from flux.instance import Instance, InstanceError, python
+from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS
 from fluxsite.net import wait_for_http
 
 STOP_GRACE_SECONDS = 30.0
@@ -24,15 +26,47 @@ class Service:
     marker: str  # a word of its command line, so a recycled pid is never taken for it
 
 
-def services(instance: Instance) -> list[Service]:
-    """What `flux start` runs for an instance: the REST API under daphne, and a Celery worker with
-    beat embedded (periodic maintenance; the in-memory scheduler needs no file)."""
+BROADCAST_HOST = "0.0.0.0"
+SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
+
+
+def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
+    """What `flux start` runs for an instance: the REST API and the dashboard, each under its own daphne, and a
+    Celery worker with beat embedded (periodic maintenance; the in-memory scheduler needs no file). With
+    ``broadcast`` only the dashboard listens on every interface; the REST API stays where REST_HOST says."""
+    dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
     return [
         Service("rest", [python(), "-m", "daphne", "-b", str(instance.setting("REST_HOST")),
-                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "daphne"),
+                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "fluxsite.asgi"),
+        Service("dashboard", [python(), "-m", "daphne", "-b", dashboard_host, "-p",
+                              str(instance.setting("DASHBOARD_PORT")), "fluxsite.dashboard_asgi:application"],
+                "fluxsite.dashboard_asgi"),
         Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
                            "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], "celery"),
     ]
+
+
+def lan_addresses() -> list[str]:
+    """This machine's own IPv4 addresses other than loopback (what a phone on the LAN would use): each
+    interface's address where the system tells it (Linux), else what the host name resolves to."""
+    found: set[str] = set()
+    try:
+        import fcntl
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            for _, name in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+                except OSError:  # an interface without an IPv4 address
+                    continue
+                found.add(socket.inet_ntoa(packed[20:24]))
+    except (ImportError, OSError):
+        pass
+    try:
+        found.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    except OSError:
+        pass
+    return sorted(a for a in found if not a.startswith("127."))
 
 
 def _pid_file(instance: Instance, service: Service) -> Path:
@@ -79,28 +113,70 @@ def migrate(instance: Instance) -> None:
             raise InstanceError(f"{step} of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
 
 
-def start(instance: Instance, timeout: float = 60.0) -> dict[str, int]:
-    """Start every service detached, then wait until /health answers."""
+def _environ(instance: Instance, service: Service, broadcast: bool) -> dict[str, str]:
+    env = instance.environ()
+    if broadcast and service.name == "dashboard":  # pages asked for by the machine's LAN address or name
+        hosts = [h for h in env.get("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS).split(",") if h]
+        env["ALLOWED_HOSTS"] = ",".join([*hosts, *lan_addresses(), socket.gethostname()])
+    return env
+
+
+def _check_ports(instance: Instance, broadcast: bool) -> None:
     check_port_free(str(instance.setting("REST_HOST")), int(instance.setting("REST_PORT")), "REST_PORT", instance)
+    check_port_free(BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
+                    int(instance.setting("DASHBOARD_PORT")), "DASHBOARD_PORT", instance)
+
+
+def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0) -> dict[str, subprocess.Popen]:
+    """Start every service detached (each in its own session, so `flux stop` can signal it and its children),
+    then wait until the REST API's /health and the dashboard answer."""
+    _check_ports(instance, broadcast)
     migrate(instance)
     instance.run_dir.mkdir(exist_ok=True)
     instance.log_dir.mkdir(exist_ok=True)
-    started: dict[str, int] = {}
-    procs = []
-    for service in services(instance):
+    (instance.run_dir / "broadcast").unlink(missing_ok=True)
+    procs: dict[str, subprocess.Popen] = {}
+    for service in services(instance, broadcast=broadcast):
         with open(instance.log_dir / f"{service.name}.log", "ab") as log:
-            proc = subprocess.Popen(service.argv, env=instance.environ(), cwd=instance.path, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(service.argv, env=_environ(instance, service, broadcast), cwd=instance.path,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         _pid_file(instance, service).write_text(f"{proc.pid}\n")
-        started[service.name] = proc.pid
-        procs.append(proc)
+        procs[service.name] = proc
+    if broadcast:
+        (instance.run_dir / "broadcast").write_text("dashboard on every interface\n")
+    for name, url in (("rest", instance.rest_url() + "/health"), ("dashboard", instance.dashboard_url() + "/")):
+        try:
+            wait_for_http(url, timeout=timeout, proc=procs[name])
+        except (RuntimeError, TimeoutError) as exc:
+            stop(instance)
+            log = instance.log_dir / f"{name}.log"
+            tail = log.read_text(errors="replace")[-1500:]
+            raise InstanceError(f"the {name} service did not start ({exc}); end of {log}:\n{tail}") from None
+    return procs
+
+
+def broadcasting(instance: Instance) -> bool:
+    return (instance.run_dir / "broadcast").exists()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def wait_foreground(instance: Instance, procs: dict[str, subprocess.Popen]) -> int:
+    """Run until a service exits or the user presses Ctrl-C (or SIGTERM arrives), then stop them all."""
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        wait_for_http(instance.rest_url() + "/health", timeout=timeout, proc=procs[0])
-    except (RuntimeError, TimeoutError) as exc:
-        stop(instance)
-        tail = (instance.log_dir / "rest.log").read_text(errors="replace")[-1500:]
-        raise InstanceError(f"the service did not start ({exc}); end of {instance.log_dir / 'rest.log'}:\n{tail}")
-    return started
+        while all(p.poll() is None for p in procs.values()):
+            time.sleep(0.5)
+        failed = [n for n, p in procs.items() if p.poll() is not None]
+        print(f"flux: {', '.join(failed)} exited; stopping the others (see {instance.log_dir})", flush=True)
+        code = 1
+    except KeyboardInterrupt:
+        code = 0
+    stop(instance)
+    return code
 
 
 def stop(instance: Instance, grace: float = STOP_GRACE_SECONDS) -> dict[str, int]:
@@ -116,6 +192,7 @@ def stop(instance: Instance, grace: float = STOP_GRACE_SECONDS) -> dict[str, int
             _signal_group(pid, signal.SIGKILL)
     for service in services(instance):
         _pid_file(instance, service).unlink(missing_ok=True)
+    (instance.run_dir / "broadcast").unlink(missing_ok=True)
     return pids
 
 

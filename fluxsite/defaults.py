@@ -184,13 +184,15 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+DEFAULT_ALLOWED_HOSTS = "127.0.0.1,localhost,[::1],testserver"
+
 INFRASTRUCTURE = [
     ("FLUX_DATA_DIR", "var/ in the checkout", "Folder of the instance: SQLite database, broker file, cache."),
     ("DATABASE_URL", "", "postgres://user:pass@host:5432/name selects PostgreSQL."),
     ("REDIS_URL", "", "Redis for the Celery broker and the rate-limit cache."),
     ("SECRET_KEY", "derived from the data folder", "Django secret key; set one when exposing anything."),
     ("DEBUG", "false", "Django debug mode."),
-    ("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver", "Host names the service answers to."),
+    ("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS, "Host names the service answers to."),
     ("LOG_LEVEL", "WARNING", "Root log level."),
 ]
 

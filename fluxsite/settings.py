@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fluxsite.defaults import SETTINGS
+from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS, SETTINGS
 from fluxsite.env import database_from_url, env_bool, env_str, env_value, sqlite_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -18,7 +18,7 @@ DATA_DIR = Path(env_str("FLUX_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
 
 SECRET_KEY = env_str("SECRET_KEY", "flux-local-only-" + str(DATA_DIR))
 DEBUG = env_bool("DEBUG", False)
-ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS).split(",") if h]
 
 INSTALLED_APPS = [
     "django.contrib.admin",

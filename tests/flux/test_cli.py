@@ -36,13 +36,14 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def instance(tmp_path):
-    """An initialised instance whose REST port is a free one."""
+    """An initialised instance whose REST and dashboard ports are free ones (the REST port is yielded)."""
     home = tmp_path / "home"
     out = flux(home, "init", "--name", "mem", "--yes")
     assert out.returncode == 0, out.stderr
     port = free_port()
     config = home / "mem" / "config.yaml"
-    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {port}"))
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {port}")
+                      .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {free_port()}"))
     yield home, port
     flux(home, "stop", "--name", "mem")
 
@@ -78,7 +79,11 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert f"http://127.0.0.1:{port}" in started.stdout
     pid = int((home / "mem" / "run" / "rest.pid").read_text())
     worker = int((home / "mem" / "run" / "worker.pid").read_text())
-    assert alive(pid) and alive(worker)
+    dashboard = int((home / "mem" / "run" / "dashboard.pid").read_text())
+    assert alive(pid) and alive(worker) and alive(dashboard)
+    dashboard_url = f"http://127.0.0.1:{dashboard_port(home)}/"
+    assert f"Dashboard: {dashboard_url}" in started.stdout
+    assert urllib.request.urlopen(dashboard_url, timeout=30).status == 200
     again = flux(home, "start", "--name", "mem")
     assert again.returncode == 0 and "already running" in again.stdout and str(pid) in again.stdout
     body = json.dumps({"content": "The spare key is under the blue pot"}).encode()
@@ -87,13 +92,19 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert urllib.request.urlopen(request, timeout=30).status == 201
     status = flux(home, "status", "--name", "mem")
     assert status.returncode == 0 and "running" in status.stdout and "active 1" in status.stdout
+    assert f"Dashboard: {dashboard_url}" in status.stdout
     assert "signals:   14" in status.stdout and "warning:   none" in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
-    assert stopped.returncode == 0 and str(pid) in stopped.stdout and str(worker) in stopped.stdout
-    assert not alive(pid) and not alive(worker)
+    assert stopped.returncode == 0 and all(str(p) in stopped.stdout for p in (pid, worker, dashboard))
+    assert not alive(pid) and not alive(worker) and not alive(dashboard)
     assert not list((home / "mem" / "run").glob("*.pid"))
     after = flux(home, "status", "--name", "mem")
     assert after.returncode == 1 and "not running" in after.stdout
+
+
+def dashboard_port(home: Path) -> int:
+    config = (home / "mem" / "config.yaml").read_text()
+    return int(config.split("\nDASHBOARD_PORT: ")[1].split()[0])
 
 
 def test_admin_link_logs_in_once(instance):
@@ -143,13 +154,16 @@ def test_a_bad_config_value_names_the_key_and_line(instance, line, text):
     assert "Traceback" not in out.stderr
 
 
-def test_a_port_in_use_is_reported(instance):
+@pytest.mark.parametrize("which", ["REST_PORT", "DASHBOARD_PORT"])
+def test_a_port_in_use_is_reported(instance, which):
     home, port = instance
+    port = port if which == "REST_PORT" else dashboard_port(home)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()
         out = flux(home, "start", "--name", "mem")
-    assert out.returncode == 1 and f"port {port} on 127.0.0.1 is in use" in out.stderr
+    assert out.returncode == 1 and f"port {port} on 127.0.0.1 is in use" in out.stderr and which in out.stderr
+    assert not list((home / "mem" / "run").glob("*.pid"))
 
 
 def test_the_console_script_is_installed():
@@ -229,3 +243,22 @@ def test_admin_menu_is_driven_through_standard_input(instance):
     assert "the token does not match; nothing was done" in out
     assert f"purged grain {gid}" in out and f"flux-terminal:admin purge #{gid}: key leaked" in out
     assert f"restored grain {gid}" in out
+
+
+def test_broadcast_opens_only_the_dashboard_to_the_lan(tmp_path):
+    """What `flux start --broadcast` would run (planned, not bound: tests listen on loopback only)."""
+    from flux import processes
+    from flux.instance import Instance
+
+    folder = tmp_path / "mem"
+    folder.mkdir()
+    (folder / "config.yaml").write_text("REST_PORT: 8001\nDASHBOARD_PORT: 8002\n")
+    instance = Instance("mem", folder)
+    plan = {s.name: s for s in processes.services(instance, broadcast=True)}
+    assert plan["dashboard"].argv[-5:] == ["-b", "0.0.0.0", "-p", "8002", "fluxsite.dashboard_asgi:application"]
+    assert plan["rest"].argv[-5:] == ["-b", "127.0.0.1", "-p", "8001", "fluxsite.asgi:application"]
+    quiet = {s.name: s for s in processes.services(instance)}
+    assert quiet["dashboard"].argv[-4] == "127.0.0.1"
+    hosts = processes._environ(instance, plan["dashboard"], broadcast=True)["ALLOWED_HOSTS"].split(",")
+    assert socket.gethostname() in hosts and "127.0.0.1" in hosts
+    assert "ALLOWED_HOSTS" not in processes._environ(instance, plan["rest"], broadcast=True)
