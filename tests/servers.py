@@ -62,6 +62,20 @@ ROOT = Path(__file__).resolve().parents[1]
 @contextmanager
 def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
     """The real service under daphne on a free loopback port; yields (base URL, log file)."""
+    with _daphne(data_dir, "fluxsite.asgi:application", "/health", "daphne.log", env) as served:
+        yield served
+
+
+@contextmanager
+def dashboard_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
+    """The dashboard listener under its own daphne on a free loopback port, on the same data folder as a
+    flux_server; yields (base URL, log file)."""
+    with _daphne(data_dir, "fluxsite.dashboard_asgi:application", "/", "dashboard.log", env) as served:
+        yield served
+
+
+@contextmanager
+def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
     import sys
 
     environ = {**os.environ, "FLUX_DATA_DIR": str(data_dir), **env}
@@ -70,14 +84,13 @@ def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=environ, check=True,
                    capture_output=True, timeout=300)
     port = free_port()
-    log = data_dir / "daphne.log"
+    log = data_dir / log_name
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                 "fluxsite.asgi:application"], cwd=ROOT, env=environ, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+                                cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(base + "/health", proc=proc)
+        wait_for_http(base + ready, proc=proc)
         yield base, log
     finally:
         proc.terminate()
