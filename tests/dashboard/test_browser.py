@@ -1,0 +1,178 @@
+"""The dashboard in headless Chromium against an instance run by `flux start` (REST API, dashboard and a
+Celery worker with beat, each its own process, on free loopback ports)."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from fluxsite.net import free_port
+from tests.flux.test_admin_browser import CHROMIUM_FLAGS
+from tests.flux.test_cli import flux
+from tests.servers import require_binary
+
+VIEWS = ["/", "/mycelium", "/globe", "/vitals", "/chronicle", "/mobile-preview"]
+FACTS = [f"Locker {n} in the north hall holds the {thing}" for n, thing in enumerate(
+    ["tent", "stove", "rope", "lantern", "map", "compass", "kettle", "tarp", "axe", "first-aid kit", "radio",
+     "snowshoes"], start=1)]
+FLAGS = [*CHROMIUM_FLAGS, "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+
+
+def store(rest: str, content: str) -> int:
+    request = urllib.request.Request(f"{rest}/store", data=json.dumps({"content": content}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["grain"]["id"]
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    """(REST URL, dashboard URL, ids of the stored grains); beat sweeps decay every 2 s."""
+    home = tmp_path_factory.mktemp("browser") / "home"
+    assert flux(home, "init", "--name", "mem", "--yes").returncode == 0
+    rest_port, board_port = free_port(), free_port()
+    config = home / "mem" / "config.yaml"
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {rest_port}")
+                      .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {board_port}")
+                      + "DECAY_INTERVAL_SECONDS: 2\nDASHBOARD_POLL_SECONDS: 0.2\n")
+    started = flux(home, "start", "--name", "mem")
+    assert started.returncode == 0, started.stderr
+    try:
+        rest, board = f"http://127.0.0.1:{rest_port}", f"http://127.0.0.1:{board_port}"
+        yield rest, board, [store(rest, fact) for fact in FACTS]
+    finally:
+        flux(home, "stop", "--name", "mem")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = require_binary("/usr/bin/chromium", "Chromium", "apt-get install chromium")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Watched:
+    """A page whose console errors, page errors and requests to any other host than the dashboard's are kept."""
+
+    def __init__(self, browser, board: str) -> None:  # noqa: ANN001 - a Playwright browser
+        self.page = browser.new_page(viewport={"width": 1200, "height": 800})
+        self.errors: list[str] = []
+        self.foreign: list[str] = []
+        own = urlsplit(board).netloc
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def request(r) -> None:  # noqa: ANN001
+            where = urlsplit(r.url)
+            if where.scheme not in ("data", "about", "blob") and where.netloc != own:
+                self.foreign.append(r.url)
+        self.page.on("request", request)
+
+    def open(self, board: str, path: str) -> None:
+        self.page.goto(board + path)
+        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+
+
+@pytest.mark.parametrize("path", VIEWS)
+def test_every_view_loads_without_errors_or_other_hosts(running, browser, path):
+    _, board, _ = running
+    watched = Watched(browser, board)
+    try:
+        watched.open(board, path)
+        shown = watched.page
+        if path == "/mobile-preview":  # the preview frames the Knowledge Graph, which is the live page
+            shown = watched.page.frame_locator("#phone-frame")
+            expect(shown.locator("body[data-ready='1']")).to_have_count(1, timeout=30_000)
+        expect(shown.locator("#live")).to_have_text("live", timeout=10_000)
+        watched.page.wait_for_timeout(1000)  # late requests go out
+        assert watched.errors == [] and watched.foreign == []
+    finally:
+        watched.page.close()
+
+
+def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running, browser):
+    _, board, ids = running
+    watched = Watched(browser, board)
+    page = watched.page
+    try:
+        watched.open(board, "/")
+        assert int(page.get_attribute("#graph", "data-nodes")) == len(ids)
+        labels = page.evaluate("() => fluxView.graph.mapNodes((k, a) => [k, a.label])")
+        assert sorted(labels) == sorted([f"g{i}", fact] for i, fact in zip(ids, FACTS))
+        target = ids[3]
+        point = page.evaluate("""(key) => {
+            const r = fluxView.renderer, a = fluxView.graph.getNodeAttributes(key);
+            return r.graphToViewport({x: a.x, y: a.y}); }""", f"g{target}")
+        box = page.locator("#graph").bounding_box()
+        page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+        title = page.locator("#dossier-title")
+        expect(title).to_have_attribute("data-grain", str(target), timeout=10_000)
+        expect(title).to_have_text(FACTS[3])
+        assert page.locator("#dossier").is_visible()
+        assert watched.errors == []
+    finally:
+        page.close()
+
+
+def test_a_search_result_opens_its_dossier(running, browser):
+    _, board, ids = running
+    watched = Watched(browser, board)
+    page = watched.page
+    try:
+        watched.open(board, "/")
+        page.fill("#search", "lantern")
+        page.click("#search-form button")
+        hit = page.locator(f"#search-results li[data-grain='{ids[3]}']")
+        expect(hit).to_have_count(1, timeout=10_000)
+        hit.click()
+        expect(page.locator("#dossier-title")).to_have_attribute("data-grain", str(ids[3]), timeout=10_000)
+        assert watched.errors == []
+    finally:
+        page.close()
+
+
+def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, browser):
+    rest, board, _ = running
+    watched = Watched(browser, board)
+    page = watched.page
+    try:
+        watched.open(board, "/chronicle")
+        expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+        content = "The spare canoe paddle hangs behind the boathouse door"
+        began = time.monotonic()
+        gid = store(rest, content)
+        row = page.locator("#events li[data-kind='grains.grain_stored']", has_text=content)
+        expect(row).to_have_count(1, timeout=5_000)
+        assert time.monotonic() - began < 5
+        assert page.evaluate("(key) => fluxView.graph.hasNode(key)", f"g{gid}")
+        assert watched.errors == []
+    finally:
+        page.close()
+
+
+def test_a_decay_sweep_in_the_celery_worker_reaches_the_page(running, browser):
+    """Beat runs the sweep in the worker process every 2 s; its event reaches the open page through the
+    dashboard's relay of the activity log."""
+    _, board, _ = running
+    watched = Watched(browser, board)
+    page = watched.page
+    try:
+        watched.open(board, "/chronicle")
+        expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+        sweeps = "#events li[data-kind='graph.decay_swept']"
+        loaded = page.evaluate(f"() => Math.max(0, ...[...document.querySelectorAll(\"{sweeps}\")]"
+                               ".map((li) => Number(li.dataset.event)))")
+        page.wait_for_function(f"""(last) => [...document.querySelectorAll("{sweeps}")]
+            .some((li) => Number(li.dataset.event) > last)""", arg=loaded, timeout=15_000)
+        assert "decay sweep" in page.locator(sweeps).last.inner_text()
+        assert watched.errors == []
+    finally:
+        page.close()
