@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -76,34 +78,38 @@ class Watched:
                 self.foreign.append(r.url)
         self.page.on("request", request)
 
-    def open(self, board: str, path: str) -> None:
-        self.page.goto(board + path)
-        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+
+@contextmanager
+def opened(browser, board: str, path: str, *, live: bool = False) -> Iterator[Watched]:  # noqa: ANN001
+    """``path`` loaded and drawn (and its live socket connected, with ``live``); no error on it by the end."""
+    watched = Watched(browser, board)
+    try:
+        watched.page.goto(board + path)
+        watched.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+        if live:
+            expect(watched.page.locator("#live")).to_have_text("live", timeout=10_000)
+        yield watched
+        assert watched.errors == [] and watched.foreign == []
+    finally:
+        watched.page.close()
 
 
 @pytest.mark.parametrize("path", VIEWS)
 def test_every_view_loads_without_errors_or_other_hosts(running, browser, path):
     _, board, _ = running
-    watched = Watched(browser, board)
-    try:
-        watched.open(board, path)
+    with opened(browser, board, path) as watched:
         shown = watched.page
         if path == "/mobile-preview":  # the preview frames the Knowledge Graph, which is the live page
             shown = watched.page.frame_locator("#phone-frame")
             expect(shown.locator("body[data-ready='1']")).to_have_count(1, timeout=30_000)
         expect(shown.locator("#live")).to_have_text("live", timeout=10_000)
         watched.page.wait_for_timeout(1000)  # late requests go out
-        assert watched.errors == [] and watched.foreign == []
-    finally:
-        watched.page.close()
 
 
 def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running, browser):
     _, board, ids = running
-    watched = Watched(browser, board)
-    page = watched.page
-    try:
-        watched.open(board, "/")
+    with opened(browser, board, "/") as watched:
+        page = watched.page
         assert int(page.get_attribute("#graph", "data-nodes")) == len(ids)
         labels = page.evaluate("() => fluxView.graph.mapNodes((k, a) => [k, a.label])")
         assert sorted(labels) == sorted([f"g{i}", fact] for i, fact in zip(ids, FACTS))
@@ -117,35 +123,24 @@ def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running,
         expect(title).to_have_attribute("data-grain", str(target), timeout=10_000)
         expect(title).to_have_text(FACTS[3])
         assert page.locator("#dossier").is_visible()
-        assert watched.errors == []
-    finally:
-        page.close()
 
 
 def test_a_search_result_opens_its_dossier(running, browser):
     _, board, ids = running
-    watched = Watched(browser, board)
-    page = watched.page
-    try:
-        watched.open(board, "/")
+    with opened(browser, board, "/") as watched:
+        page = watched.page
         page.fill("#search", "lantern")
         page.click("#search-form button")
         hit = page.locator(f"#search-results li[data-grain='{ids[3]}']")
         expect(hit).to_have_count(1, timeout=10_000)
         hit.click()
         expect(page.locator("#dossier-title")).to_have_attribute("data-grain", str(ids[3]), timeout=10_000)
-        assert watched.errors == []
-    finally:
-        page.close()
 
 
 def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, browser):
     rest, board, _ = running
-    watched = Watched(browser, board)
-    page = watched.page
-    try:
-        watched.open(board, "/chronicle")
-        expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+    with opened(browser, board, "/chronicle", live=True) as watched:
+        page = watched.page
         content = "The spare canoe paddle hangs behind the boathouse door"
         began = time.monotonic()
         gid = store(rest, content)
@@ -153,26 +148,17 @@ def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, brows
         expect(row).to_have_count(1, timeout=5_000)
         assert time.monotonic() - began < 5
         assert page.evaluate("(key) => fluxView.graph.hasNode(key)", f"g{gid}")
-        assert watched.errors == []
-    finally:
-        page.close()
 
 
 def test_a_decay_sweep_in_the_celery_worker_reaches_the_page(running, browser):
     """Beat runs the sweep in the worker process every 2 s; its event reaches the open page through the
     dashboard's relay of the activity log."""
     _, board, _ = running
-    watched = Watched(browser, board)
-    page = watched.page
-    try:
-        watched.open(board, "/chronicle")
-        expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+    with opened(browser, board, "/chronicle", live=True) as watched:
+        page = watched.page
         sweeps = "#events li[data-kind='graph.decay_swept']"
         loaded = page.evaluate(f"() => Math.max(0, ...[...document.querySelectorAll(\"{sweeps}\")]"
                                ".map((li) => Number(li.dataset.event)))")
         page.wait_for_function(f"""(last) => [...document.querySelectorAll("{sweeps}")]
             .some((li) => Number(li.dataset.event) > last)""", arg=loaded, timeout=15_000)
         assert "decay sweep" in page.locator(sweeps).last.inner_text()
-        assert watched.errors == []
-    finally:
-        page.close()

@@ -1,4 +1,5 @@
-"""flux_bench --health end to end on a tiny instance: GET /health timed at each stage of recorded retrievals."""
+"""flux_bench end to end on tiny instances: GET /health at each stage of recorded retrievals, and the
+dashboard's first render at each size."""
 from __future__ import annotations
 
 import json
@@ -30,3 +31,24 @@ def test_health_benchmark_times_get_health_at_each_stage(tmp_path):
 def test_a_bad_history_is_explained_without_a_traceback(tmp_path):
     out = flux_bench("--health", "--history", "ten", data_dir=tmp_path)
     assert out.returncode == 1 and "--history 'ten'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_dashboard_benchmark_times_the_first_render_at_each_size(tmp_path):
+    from tests.servers import require_binary
+
+    chromium = require_binary("/usr/bin/chromium", "Chromium", "apt-get install chromium")
+    out = flux_bench("--dashboard", "--sizes", "50,250", "--loads", "1", "--chromium", chromium, "--json",
+                     data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])["first_render_ms"]
+    assert set(result) == {"50", "250"}
+    assert [result[k]["nodes_drawn"] for k in ("50", "250")] == [50, 250]
+    assert all(result[k]["mode"] == "grains" and result[k]["median"] > 0 for k in ("50", "250"))
+    assert "loading / at 250 grains" in out.stderr
+
+
+def test_bad_dashboard_benchmark_options_are_explained(tmp_path):
+    for args, text in ((["--sizes", "many"], "--sizes 'many'"), (["--loads", "0"], "--loads must be between"),
+                       (["--chromium", str(tmp_path / "none")], "no browser at")):
+        out = flux_bench("--dashboard", *args, data_dir=tmp_path)
+        assert out.returncode == 1 and text in out.stderr and "Traceback" not in out.stderr

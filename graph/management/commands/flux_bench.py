@@ -60,13 +60,28 @@ class Command(BaseCommand):
                             help="instead: GET /health latency as recorded retrievals grow (see --history)")
         parser.add_argument("--history", default="1000,10000,100000",
                             help="with --health: the recorded-retrieval counts to measure at (default 1000,10000,100000)")
+        parser.add_argument("--dashboard", action="store_true",
+                            help="instead: time to first render of the dashboard's / in headless Chromium as the "
+                                 "store grows (see --sizes)")
+        parser.add_argument("--sizes", default="1000,10000,100000",
+                            help="with --dashboard: the grain counts to measure at (default 1000,10000,100000)")
+        parser.add_argument("--loads", type=int, default=3, help="with --dashboard: page loads per size (default 3)")
+        parser.add_argument("--chromium", default="/usr/bin/chromium", help="with --dashboard: the browser binary")
 
     def handle(self, *args, **opts) -> None:
         if opts["grains"] < 200 or opts["queries"] < 10:
             raise CommandError("--grains must be at least 200 and --queries at least 10")
-        stages = _stages(opts["history"]) if opts["health"] else []
+        stages = _stages(opts["history"], "--history") if opts["health"] else []
+        if opts["dashboard"]:
+            sizes = _stages(opts["sizes"], "--sizes")
+            if not 1 <= opts["loads"] <= 20:
+                raise CommandError("--loads must be between 1 and 20")
+            if not Path(opts["chromium"]).exists():
+                raise CommandError(f"no browser at {opts['chromium']}: apt-get install chromium, or pass --chromium")
         with temporary_database() as path:
-            if opts["health"]:
+            if opts["dashboard"]:
+                result = bench_dashboard(sizes, opts["loads"], opts["seed"], path.parent, opts["chromium"])
+            elif opts["health"]:
                 result = bench_health(opts["grains"], stages, opts["queries"], opts["seed"], path.parent)
             else:
                 result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
@@ -80,14 +95,8 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
     corpus = Corpus(seed=seed)
     singles = min(500, n // 10)
     grains = list(corpus.grains(n + singles))
-    cap = S("MAX_GRAINS_PER_CALL")
     start = time.perf_counter()
-    with tqdm(total=n, desc="batch store", unit="grain", file=sys.stderr) as bar:
-        for i in range(0, n, cap):
-            chunk = grains[i : min(i + cap, n)]
-            grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
-                                     for g in chunk], caller=CALLER)
-            bar.update(len(chunk))
+    store_synthetic(grains, 0, n, "batch store")
     batch_rate = n / (time.perf_counter() - start)
     single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
                                                caller=CALLER) for g in grains[n:]], "single store")
@@ -120,24 +129,71 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
     return figures
 
 
-def _stages(raw: str) -> list[int]:
+def _stages(raw: str, option: str) -> list[int]:
     try:
         stages = sorted({int(x) for x in raw.split(",") if x.strip()})
     except ValueError:
-        raise CommandError(f"--history {raw!r}: give retrieval counts separated by commas, e.g. 1000,10000") from None
+        raise CommandError(f"{option} {raw!r}: give counts separated by commas, e.g. 1000,10000") from None
     if not stages or stages[0] < 1 or stages[-1] > 1_000_000:
-        raise CommandError(f"--history {raw!r}: counts must be between 1 and 1,000,000")
+        raise CommandError(f"{option} {raw!r}: counts must be between 1 and 1,000,000")
     return stages
+
+
+def store_synthetic(grains: list, start: int, stop: int, desc: str) -> None:
+    """Batch-store grains[start:stop] as the benchmark's caller, with a progress bar."""
+    cap = S("MAX_GRAINS_PER_CALL")
+    with tqdm(total=stop - start, desc=desc, unit="grain", file=sys.stderr) as bar:
+        for i in range(start, stop, cap):
+            chunk = grains[i: min(i + cap, stop)]
+            grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
+                                     for g in chunk], caller=CALLER)
+            bar.update(len(chunk))
+
+
+def bench_dashboard(sizes: list[int], loads: int, seed: int, folder: Path, chromium: str) -> dict:
+    """Time to first render of / (navigation start to sigma's first drawn frame) in headless Chromium, at each
+    size after a clustering run, as beat leaves the store; also how long GET /api/graph takes and its size."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise CommandError("--dashboard drives Chromium with Playwright: pip install -e '.[test]'") from None
+    grains = list(Corpus(seed=seed).grains(sizes[-1]))
+    figures: dict = {"first_render_ms": {}}
+    stored = 0
+    for size in sizes:
+        store_synthetic(grains, stored, size, f"storing to {size} grains")
+        stored = size
+        clusters = cluster_rebuild()
+        with serving(folder, app="fluxsite.dashboard_asgi:application", ready="/") as base:
+            start = time.perf_counter()
+            _get(base + "/api/graph")
+            api_ms = (time.perf_counter() - start) * 1000
+            # Playwright's sync API runs an event loop in this thread: no database access inside this block.
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, headless=True, args=[
+                    "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+                    "--disable-background-networking"])
+                renders, nodes, mode = [], 0, ""
+                for _ in tqdm(range(loads), desc=f"loading / at {size} grains", unit="load", file=sys.stderr):
+                    page = browser.new_page(viewport={"width": 1280, "height": 800})
+                    page.goto(base + "/")
+                    page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+                    renders.append(page.evaluate("() => window.fluxFirstRender"))
+                    nodes = int(page.get_attribute("#graph", "data-nodes"))
+                    mode = page.get_attribute("#graph", "data-mode")
+                    page.close()
+                browser.close()
+        figures["first_render_ms"][size] = {
+            "median": round(statistics.median(renders), 1), "max": round(max(renders), 1),
+            "api_graph_ms": round(api_ms, 1), "mode": mode, "nodes_drawn": nodes, "clusters": clusters.clusters}
+    return figures
 
 
 def bench_health(n: int, stages: list[int], q: int, seed: int, folder: Path) -> dict:
     """GET /health latency over HTTP after each stage of recorded retrievals (a quarter of them rated)."""
     corpus = Corpus(seed=seed)
     grains = list(corpus.grains(n))
-    cap = S("MAX_GRAINS_PER_CALL")
-    for i in tqdm(range(0, n, cap), desc="storing grains", unit="batch", file=sys.stderr):
-        grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
-                                 for g in grains[i: i + cap]], caller=CALLER)
+    store_synthetic(grains, 0, n, "storing grains")
     cluster_rebuild()
     figures: dict = {"grains": n, "health_ms": {}}
     done = 0
@@ -163,17 +219,17 @@ def _get(url: str) -> None:
 
 
 @contextmanager
-def serving(folder: Path) -> Iterator[str]:
-    """daphne on the benchmark's database, on a free loopback port; yields its base URL."""
+def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health") -> Iterator[str]:
+    """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port; yields its
+    base URL."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "fluxsite.asgi:application"], cwd=settings.BASE_DIR, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+                            cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(base + "/health", proc=proc)
+        wait_for_http(base + ready, proc=proc)
         yield base
     finally:
         proc.terminate()
