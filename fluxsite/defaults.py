@@ -56,6 +56,9 @@ SETTINGS: list[Setting] = [
         ("SHORTCUT_THRESHOLD", 1, "Useful retrievals over 2+ hops from one entry grain before a shortcut conduit is made."),
         ("SHORTCUT_WEIGHT", 0.5, "Weight of a new shortcut conduit."),
         ("PROMOTION_THRESHOLD", 3, "Useful feedbacks after which a grain moves to the core decay tier."),
+        ("CUE_LEARNING", True, "Useful feedback attaches the query's words that a grain lacks to it as learned cues, searched beside its content (how feedback teaches the search, not only the graph)."),
+        ("CUE_WEIGHT", 0.5, "What a word found in a grain's learned cues counts for in the lexical score, against 1.0 in its content (SQLite; PostgreSQL counts both alike)."),
+        ("CUE_MAX_TERMS", 24, "Most learned cue words kept per grain; the oldest go first."),
         ("HIGHWAY_WEIGHT", 0.8, "A conduit at least this strong is a highway (a strong path, counted by the health signals)."),
     ),
     *_group(

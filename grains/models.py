@@ -71,6 +71,9 @@ class Grain(models.Model):
     """One small fact. Written only by services; the FTS index follows it by triggers."""
 
     content = models.TextField()
+    cues = models.TextField(
+        blank=True, null=True,
+        help_text="Query words that useful feedback attached to this grain (searched beside its content).")
     content_hash = models.CharField(max_length=64, unique=True)
     provenance = models.CharField(max_length=16, choices=Provenance.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)

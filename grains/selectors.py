@@ -33,7 +33,7 @@ def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -
 
 def grain_detail(grain_id: int, *, traces: int = 20) -> dict:
     """A grain with its conduits, confidence history and latest traces."""
-    grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).values(*LIST_FIELDS, "content_hash").first()
+    grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).values(*LIST_FIELDS, "content_hash", "cues").first()
     if grain is None:
         raise NotFound(f"grain {grain_id} does not exist", details={"grain_id": grain_id})
     gid = grain["id"]

@@ -28,7 +28,7 @@ class EntrySearch(Protocol):
 
 
 class Fts5Search:
-    """SQLite FTS5 with BM25 (porter stemming), kept in sync by triggers.
+    """SQLite FTS5 with BM25 (porter stemming) over content and learned cues, kept in sync by triggers.
 
     Only the query's rare terms are matched (see ``rare_terms``): the index's
     own tokenizer stems the words in a per-connection scratch table, and the
@@ -50,8 +50,10 @@ class Fts5Search:
         if not statuses or not any(word_lists):
             return [[] for _ in queries]
         marks = ",".join("%s" for _ in statuses)
-        sql = ("SELECT f.rowid, -bm25(grain_fts) AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
-               f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY bm25(grain_fts) LIMIT %s")
+        # Learned cues (column 2) count for CUE_WEIGHT of what the same words count for in the content.
+        bm25 = f"bm25(grain_fts, 1.0, {float(S('CUE_WEIGHT'))!r})"
+        sql = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
+               f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY {bm25} LIMIT %s")
         results = []
         with connection.cursor() as cursor:
             for chosen in self._choose(cursor, word_lists, max_terms):
@@ -78,8 +80,12 @@ class Fts5Search:
         return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
 
 
+# The expression of the GIN index (grains migration 0008), so that the index serves the query.
+_PG_DOCUMENT = "to_tsvector('english', content || ' ' || coalesce(cues, ''))"
+
+
 class PostgresSearch:
-    """PostgreSQL full-text search (english configuration) ranked by ts_rank_cd."""
+    """PostgreSQL full-text search (english configuration) over content and learned cues, ranked by ts_rank_cd."""
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         words = terms(query, max_terms)
@@ -88,9 +94,9 @@ class PostgresSearch:
         tsquery = " | ".join("'" + w.replace("'", "") + "'" for w in words if w.replace("'", ""))
         marks = ",".join("%s" for _ in statuses)
         sql = (
-            "SELECT id, ts_rank_cd(to_tsvector('english', content), q) AS score "
+            f"SELECT id, ts_rank_cd({_PG_DOCUMENT}, q) AS score "
             "FROM grains_grain, to_tsquery('english', %s) q "
-            f"WHERE to_tsvector('english', content) @@ q AND status IN ({marks}) "
+            f"WHERE {_PG_DOCUMENT} @@ q AND status IN ({marks}) "
             "ORDER BY score DESC, id DESC LIMIT %s"
         )
         with connection.cursor() as cursor:

@@ -55,3 +55,16 @@ def rare_terms(
     known = sorted((doc_freq[stems[w]], i, w) for i, w in enumerate(words) if stems.get(w) in doc_freq)
     chosen = [w for df, _, w in known if df <= max_docs][:max_terms]
     return chosen or [w for _, _, w in known[:1]]
+
+
+def learned_cues(cues: str, content: str, query: str, *, max_terms: int) -> str:
+    """``cues`` with the content words of ``query`` that neither ``content`` nor ``cues`` has yet, appended.
+
+    The words a caller used to ask for a grain it then found useful, so that
+    the next query in those words finds it too. At most ``max_terms`` are
+    kept, the newest; the result is space-separated.
+    """
+    kept = cues.split()
+    have = set(terms(content, max_terms=10_000)) | set(kept)
+    kept += [w for w in terms(query, max_terms=64) if w not in have]
+    return " ".join(kept[-max_terms:]) if max_terms > 0 else ""

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
 from graph.algorithms.learning import penalise, reinforce
+from graph.algorithms.text import learned_cues
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
 from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen, highway_counts
@@ -77,7 +78,7 @@ def feedback_apply_pending(*, now: datetime | None = None, batch_size: int = 100
     applied = 0
     while True:
         with transaction.atomic():
-            batch = list(Feedback.objects.filter(applied_at__isnull=True).select_related("item")
+            batch = list(Feedback.objects.filter(applied_at__isnull=True).select_related("item__trace")
                          .order_by("pk")[:batch_size])
             for feedback in batch:
                 feedback_apply(feedback, now=now or timezone.now())
@@ -109,11 +110,16 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
 
 
 def _learn_grain(grain: Grain, feedback: Feedback, now: datetime) -> None:
-    """Weight, counters, tier, status and confidence of the rated grain."""
+    """Weight, counters, tier, status, confidence and learned cues of the rated grain."""
     changes = Changes(now)
     current = grain_weight_now(grain, now)
     if feedback.useful:
-        grain.weight = reinforce(current, rate=S("GRAIN_LEARNING_RATE"), upper=S("WEIGHT_MAX"))
+        # Useful again: at least as alive as a new grain, plus GRAIN_LEARNING_RATE (a boost for every query).
+        grain.weight = reinforce(max(current, S("INITIAL_GRAIN_WEIGHT")), rate=S("GRAIN_LEARNING_RATE"),
+                                 upper=S("WEIGHT_MAX"))
+        if S("CUE_LEARNING"):
+            grain.cues = learned_cues(grain.cues or "", grain.content, feedback.item.trace.query,
+                                      max_terms=S("CUE_MAX_TERMS")) or None
         grain.useful_count += 1
         grain.last_accessed_at = now
         if grain.status == Status.DORMANT and grain.superseded_by is None:
@@ -128,7 +134,7 @@ def _learn_grain(grain: Grain, feedback: Feedback, now: datetime) -> None:
     changes.confidence(grain, changes.rules.after_feedback(grain.confidence, feedback.useful),
                        "useful" if feedback.useful else "not useful", caller_id=feedback.caller_id)
     grain.last_decayed_at = now
-    grain.save(update_fields=["weight", "useful_count", "not_useful_count", "last_accessed_at", "tier",
+    grain.save(update_fields=["weight", "cues", "useful_count", "not_useful_count", "last_accessed_at", "tier",
                               "last_decayed_at", *GRAIN_STATE_FIELDS])
     changes.save()
 

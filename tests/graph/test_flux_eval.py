@@ -73,11 +73,14 @@ def test_flux_beats_bm25_on_the_dev_file(tmp_path):
 
 
 def test_flux_eval_learn_measures_a_test_half_before_and_after(tmp_path):
-    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--learn", "--json", data_dir=tmp_path)
+    out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--learn", "--ablate", "--json",
+                    data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert (result["questions"], result["train_questions"], result["seed"]) == (1, 1, 7)
-    assert set(result["before"]) == set(result["after"]) == {"recall@5", "recall@10", "mrr"}
+    assert set(result["before"]) == set(result["after"]) == set(result["after_no_cues"]) == {
+        "recall@5", "recall@10", "mrr"}
+    assert "after_no_cues" in out.stdout
     assert "replaying the training half" in out.stderr
 
 

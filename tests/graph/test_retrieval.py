@@ -73,7 +73,8 @@ def test_archived_or_changed_grains_are_never_found_stale(chain, t0, flux_settin
     assert ids(grain_retrieve(query="whippet", limit=1, now=t0)) == [chain[0].pk]
 
 
-def test_shortcut_appears_after_a_useful_two_hop_retrieval(chain, t0):
+def test_shortcut_appears_after_a_useful_two_hop_retrieval(chain, t0, flux_settings):
+    flux_settings(CUE_LEARNING=False)  # learned cues would make the far grain a direct hit
     first = grain_retrieve(query="greyhound", now=t0)
     feedback_record(trace_id=first.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
     shortcut = Conduit.objects.get(kind="shortcut")
@@ -184,3 +185,53 @@ def test_retrieval_query_count_does_not_grow_with_results(t0):
             assert len(grain_retrieve(query="lighthouse fog", limit=limit, now=t0).grains) == limit
         counts.append(len(queries))
     assert counts[0] == counts[1] <= 30
+
+
+def _fts_matches(word: str) -> list[int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO grain_fts(grain_fts) VALUES ('integrity-check')")  # raises when out of sync
+        cursor.execute("SELECT rowid FROM grain_fts WHERE grain_fts MATCH %s ORDER BY rowid", [f'"{word}"'])
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def pets(t0, flux_settings):
+    """Grains with no conduits, so only the lexical entry can find them."""
+    flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0)
+    return [grain_store(content=c, now=t0).grain for c in (
+        "Mel adopted a greyhound called Pixel.", "Jon keeps two cats in his flat.", "Ana rides her horse at dawn.")]
+
+
+def test_useful_feedback_teaches_a_grain_the_words_it_was_asked_for_by(pets, t0):
+    assert ids(grain_retrieve(query="dog", now=t0)) == []
+    first = grain_retrieve(query="Which dog did Mel adopt, the greyhound?", now=t0)
+    assert ids(first)[0] == pets[0].pk
+    feedback_record(trace_id=first.trace_id, grain_id=pets[0].pk, useful=True, now=t0)
+    assert Grain.objects.get(pk=pets[0].pk).cues == "dog adopt"
+    assert ids(grain_retrieve(query="dog", now=t0)) == [pets[0].pk]
+    assert _fts_matches("dog") == [pets[0].pk]
+
+
+def test_not_useful_feedback_or_cue_learning_off_teaches_no_words(pets, t0, flux_settings):
+    first = grain_retrieve(query="greyhound dog", now=t0)
+    feedback_record(trace_id=first.trace_id, grain_id=pets[0].pk, useful=False, now=t0)
+    flux_settings(CUE_LEARNING=False)
+    second = grain_retrieve(query="Pixel the greyhound is a dog", now=t0)
+    feedback_record(trace_id=second.trace_id, grain_id=pets[0].pk, useful=True, now=t0)
+    assert Grain.objects.get(pk=pets[0].pk).cues is None
+    assert ids(grain_retrieve(query="dog", now=t0)) == []
+
+
+def test_learned_cues_leave_the_index_with_the_grain_and_come_back_with_it(pets, t0):
+    from grains.tombstones import grain_purge, grain_restore
+
+    first = grain_retrieve(query="greyhound dog", now=t0)
+    feedback_record(trace_id=first.trace_id, grain_id=pets[0].pk, useful=True, now=t0)
+    grain_purge(grain_id=pets[0].pk, reason="test", now=t0)
+    assert _fts_matches("dog") == [] and _fts_matches("greyhound") == []
+    grain_restore(grain_id=pets[0].pk, reason="test", now=t0)
+    assert Grain.objects.get(pk=pets[0].pk).cues == "dog"
+    assert _fts_matches("dog") == [pets[0].pk]
+    assert ids(grain_retrieve(query="dog", now=t0)) == [pets[0].pk]

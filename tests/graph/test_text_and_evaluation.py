@@ -1,7 +1,7 @@
 """DB-free tests of query terms, content hashing and evaluation scoring."""
 from __future__ import annotations
 
-from graph.algorithms.text import fts5_or, rare_terms, terms
+from graph.algorithms.text import fts5_or, learned_cues, rare_terms, terms
 from graph.evaluation import Scores, questions, session_time, turns
 from grains.content import content_hash, normalise
 
@@ -27,6 +27,15 @@ def test_rare_terms_keep_the_rarest_known_words_and_drop_common_ones():
     assert rare_terms(words, stems, freq, max_terms=1, max_docs=100) == ["support"]
     assert rare_terms(["caroline"], stems, freq, max_terms=5, max_docs=100) == ["caroline"]
     assert rare_terms(["zebra"], stems, freq, max_terms=5, max_docs=100) == []
+
+
+def test_learned_cues_add_only_the_query_words_the_grain_lacks_and_keep_the_newest():
+    content = "Mel adopted a greyhound called Pixel."
+    assert learned_cues("", content, "What dog did Mel adopt?", max_terms=8) == "dog adopt"
+    assert learned_cues("dog adopt", content, "Which pet does Mel have, a dog?", max_terms=8) == "dog adopt pet"
+    assert learned_cues("dog adopt", content, "greyhound Pixel", max_terms=8) == "dog adopt"
+    assert learned_cues("a b c", content, "pet dog", max_terms=3) == "c pet dog"
+    assert learned_cues("dog", content, "pet", max_terms=0) == ""
 
 
 def test_content_hash_ignores_case_and_spacing():

@@ -50,7 +50,9 @@ class Command(BaseCommand):
                                  "with feedback, as an agent would")
         parser.add_argument("--seed", type=int, default=7, help="seed of the train/test split (--learn)")
         parser.add_argument("--ablate", action="store_true",
-                            help="also measure Flux with propagation off, to show what it contributes")
+                            help="also measure Flux with propagation off and with cluster neighbours off (with "
+                                 "--learn: the after-figure again with cue learning off), to show what each "
+                                 "contributes")
         parser.add_argument("--dream", action="store_true",
                             help="then run dream cycles until no clump is left and measure Flux again")
 
@@ -59,11 +61,14 @@ class Command(BaseCommand):
         with temporary_database():
             if opts["learn"]:
                 result = evaluate_learning(samples, seed=opts["seed"])
-                rows = ("before", "after")
+                rows = ("before", "after", *(["after_no_cues"] if opts["ablate"] else []))
             else:
                 result = evaluate(samples, ablate=opts["ablate"], dream=opts["dream"])
                 rows = ("flux", "bm25", *(["no_propagation", "no_clusters"] if opts["ablate"] else []),
                         *(["after_dreams"] if opts["dream"] else []))
+        if opts["learn"] and opts["ablate"]:
+            with temporary_database(), override_settings(FLUX={**settings.FLUX, "CUE_LEARNING": False}):
+                result["after_no_cues"] = evaluate_learning(samples, seed=opts["seed"])["after"]
         self.stdout.write(f"questions: {result['questions']}")
         for key in ("graph", "dreams"):
             if key in result:
