@@ -27,6 +27,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "epistemic-pass": {"task": "epistemic.epistemic_pass", "schedule": float(flux["EPISTEMIC_INTERVAL_SECONDS"])},
         "dream-run": {"task": "dreams.dream_run", "schedule": float(flux["DREAM_INTERVAL_SECONDS"])},
         "health-snapshot": {"task": "vitals.vitals_snapshot", "schedule": float(flux["HEALTH_INTERVAL_SECONDS"])},
+        "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
     }
     if settings.CELERY_BROKER_URL.startswith("sqla+"):
         sender.conf.beat_schedule["broker-cleanup"] = {

@@ -42,6 +42,11 @@ SETTINGS: list[Setting] = [
         ("ARCHIVE_SEARCH", True, "When live grains give fewer entry points than the limit, search archived grains too (those returned come back to active)."),
         ("SUPERSEDED_RANK_FACTOR", 0.9, "A superseded grain ranks at most this fraction of its successor's score (its successor takes its place)."),
         ("CLUSTER_NEIGHBOUR_WEIGHT", 0.1, "Weight of the weak link from a relaying grain to its cluster's hubs (0 turns cluster neighbours off)."),
+        ("TEMPORAL_BOOST", 1.0, "Entry hits dated within a date the query names ('on May 23, 2023', 'in July 2023', 'in June') have their match signal multiplied by 1 + this; a grain's date is occurred_at, else when it was stored (0 turns it off)."),
+        ("SEMANTIC_ENTRY", "auto", "Semantic entry points from the local embedding model: auto (used when the semantic extra is installed), on (required: refuse to start without it) or off."),
+        ("SEMANTIC_ENTRY_POINTS", 20, "Grains nearest in meaning to the query added as entry points."),
+        ("SEMANTIC_WEIGHT", 0.5, "Entry signal the nearest semantic hit adds (the best lexical hit has 1.0); the one at rank r adds SEMANTIC_WEIGHT / (1 + r / SEMANTIC_RANK_DECAY)."),
+        ("SEMANTIC_RANK_DECAY", 10.0, "How slowly the signal of semantic hits falls with their rank."),
     ),
     *_group(
         "learning",
@@ -144,6 +149,7 @@ SETTINGS: list[Setting] = [
         ("EPISTEMIC_INTERVAL_SECONDS", 3600, "How often Celery beat runs the epistemic pass over newly stored grains."),
         ("DREAM_INTERVAL_SECONDS", 21600, "How often Celery beat runs the dream cycle."),
         ("HEALTH_INTERVAL_SECONDS", 300, "How often Celery beat takes a health snapshot (and raises or clears warnings)."),
+        ("EMBED_INTERVAL_SECONDS", 600, "How often Celery beat embeds grains that have no vector yet (semantic entry on only)."),
         ("HEALTH_RETENTION_DAYS", 30.0, "Health snapshots and counters older than this are deleted."),
     ),
     *_group(
@@ -176,6 +182,13 @@ SETTINGS: list[Setting] = [
 ]
 
 DEFAULTS: dict[str, object] = {s.name: s.default for s in SETTINGS}
+
+# Text settings that take one of a few values.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "OPERATING_MODE": ("caller_extracts", "flux_extracts"),
+    "EXTRACT_FALLBACK": ("error", "caller_extracts"),
+    "SEMANTIC_ENTRY": ("auto", "on", "off"),
+}
 
 
 def markdown_table() -> str:

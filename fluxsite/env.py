@@ -33,6 +33,10 @@ def parse_value(name: str, raw: str, default: object) -> object:
             return value
     except ValueError as exc:
         raise SettingError(f"{name}={raw!r} is not valid: {exc}") from None
+    from fluxsite.defaults import CHOICES
+
+    if name in CHOICES and text not in CHOICES[name]:
+        raise SettingError(f"{name}={raw!r} is not valid: expected one of {', '.join(CHOICES[name])}")
     return text
 
 

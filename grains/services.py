@@ -25,6 +25,7 @@ from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, St
 from grains.tombstones import grain_forget  # noqa: F401 - part of this module's interface
 from vitals.counters import tally
 from epistemic.services import relations_detect
+from graph.semantic import embed, vectors_save
 from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
 T = TypeVar("T")
@@ -143,11 +144,12 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
 
 
 def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool,
-               source: Source | None = None) -> list[StoreResult]:
+               source: Source | None = None, vectors: dict[str, bytes] | None = None) -> list[StoreResult]:
     """Store ``items`` in order inside the caller's transaction: two lookups, then bulk inserts.
 
     Known content is corroborated (also a repeat within the batch); tombstoned
     content raises before anything is written unless the item asks to restore.
+    ``vectors`` (content hash -> embedding) are kept for the new grains.
     """
     hashes = [item.content_hash for item in items]
     known = {g.content_hash: g for g in Grain.objects.filter(content_hash__in=hashes)}
@@ -175,6 +177,8 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
     if restored:
         Tombstone.objects.filter(content_hash__in=restored).delete()
     Grain.objects.bulk_create(new)
+    if vectors:
+        vectors_save(new, [vectors[g.content_hash] for g in new])
     ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
                                                          reason=f"prior:{g.provenance}", created_at=now) for g in new])
     near = lexical_neighbours(new, limit=max(S("STORE_LINK_NEIGHBOURS"), S("EPISTEMIC_CANDIDATES")))
@@ -237,8 +241,11 @@ def grain_store_batch(
     checked = [store_item_validate(raw, None if _single else index) for index, raw in enumerate(items)]
     now = now or timezone.now()
     who = caller_acting(caller, now=now)
+    # Embedded before the transaction, so the model never holds the write lock.
+    embedded = embed([item.content for item in checked])
+    vectors = dict(zip((item.content_hash for item in checked), embedded)) if embedded else None
     with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
-        results = _store_all(checked, who, now, _single, source)
+        results = _store_all(checked, who, now, _single, source, vectors)
         Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
         return results
 

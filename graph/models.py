@@ -117,3 +117,18 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{'useful' if self.useful else 'not useful'}: item {self.item_id}"
+
+
+class GrainVector(models.Model):
+    """A grain's embedding for semantic entry points (only with the semantic extra installed).
+
+    The id grows with every row written, so each process's in-memory index
+    reads only what is new; the vector is float32, unit length.
+    """
+
+    grain = models.OneToOneField("grains.Grain", on_delete=models.CASCADE, related_name="vector")
+    model = models.CharField(max_length=64, help_text="The embedding model that made the vector.")
+    vector = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"vector of grain {self.grain_id} ({self.model})"

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from celery import shared_task
 
+from graph.semantic import embed_missing
 from graph.services import cluster_rebuild, decay_sweep
 
 
@@ -19,3 +20,9 @@ def decay_sweep_task() -> dict:
 def cluster_rebuild_task() -> dict:
     """Re-cluster the active graph (deterministic; a concurrent second run is skipped)."""
     return asdict(cluster_rebuild())
+
+
+@shared_task(name="graph.embed_missing")
+def embed_missing_task() -> dict:
+    """Embed grains that have no vector yet (a no-op when semantic entry is off)."""
+    return {"embedded": embed_missing()}

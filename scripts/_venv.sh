@@ -8,11 +8,13 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     exit 1
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+# FLUX_EXTRAS: the optional parts to install beside the tests, e.g. test,semantic (the embedding model).
+extras=${FLUX_EXTRAS:-test}
 stamp=.venv/.flux-installed
-want=$(cat pyproject.toml | "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
+want="$extras $(cat pyproject.toml | "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Installing Flux Memory into .venv ..." >&2
+    echo "Installing Flux Memory [$extras] into .venv ..." >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[test]'
+    .venv/bin/python -m pip install --quiet -e ".[$extras]"
     echo "$want" > "$stamp"
 fi

@@ -37,3 +37,11 @@ def test_every_setting_has_a_description_and_a_unique_name():
     names = [s.name for s in SETTINGS]
     assert len(names) == len(set(names))
     assert all(s.description.endswith(".") for s in SETTINGS)
+
+
+def test_text_settings_with_a_fixed_set_of_values_refuse_others():
+    assert parse_value("SEMANTIC_ENTRY", " off ", "auto") == "off"
+    with pytest.raises(SettingError, match="SEMANTIC_ENTRY='maybe' is not valid: expected one of auto, on, off"):
+        parse_value("SEMANTIC_ENTRY", "maybe", "auto")
+    with pytest.raises(SettingError, match="expected one of caller_extracts, flux_extracts"):
+        parse_value("OPERATING_MODE", "llm", "caller_extracts")

