@@ -49,6 +49,14 @@ def semantic_enabled() -> bool:
     return False
 
 
+def semantic_state() -> dict:
+    """What health reports: the setting, whether the model is installed and whether retrieval uses it."""
+    installed = semantic_installed()
+    active = S("SEMANTIC_ENTRY") != "off" and installed
+    return {"semantic_entry": S("SEMANTIC_ENTRY"), "model_installed": installed, "semantic": active,
+            "model": MODEL if active else None}
+
+
 class _Encoder:
     """The model, loaded once per process on first use; one encoding at a time."""
 

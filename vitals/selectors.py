@@ -9,6 +9,7 @@ from django.utils.dateparse import parse_datetime
 
 from fluxsite.conf import flux_setting as S
 from graph.models import Conduit, ConduitKind, Feedback
+from graph.semantic import semantic_state
 from grains.errors import InvalidInput
 from grains.models import Caller, Grain, Status
 from vitals.counters import counter_sums, window_start
@@ -54,6 +55,7 @@ def health_summary(*, write_depth: int, now: datetime | None = None) -> dict:
         "grains": {**grains, "total": int(gauges.get("grains", 0))},
         "conduits": {**{k: v for k, v in conduits.items() if v}, "total": int(gauges.get("conduits", 0))},
         "queues": {"write": write_depth, "feedback_pending": Feedback.objects.filter(applied_at__isnull=True).count()},
+        "retrieval": semantic_state(),
         "last_snapshot": last,
     }
 

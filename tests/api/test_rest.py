@@ -278,6 +278,8 @@ def test_health_counts_grains_conduits_and_queues(api):
     health = api.get("/health").json()
     assert health["status"] == "ok" and health["grains"]["active"] == 2 and health["grains"]["total"] == 2
     assert health["conduits"]["total"] >= 1 and set(health["queues"]) == {"write", "feedback_pending"}
+    assert health["retrieval"]["semantic_entry"] == "off"  # the tests' setting
+    assert health["retrieval"]["semantic"] is False and health["retrieval"]["model"] is None
 
 
 def test_openapi_describes_every_endpoint(api):

@@ -15,6 +15,7 @@ import pytest
 
 from fluxsite.defaults import SETTINGS
 from fluxsite.net import free_port
+from graph.semantic import semantic_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +95,9 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert status.returncode == 0 and "running" in status.stdout and "active 1" in status.stdout
     assert f"Dashboard: {dashboard_url}" in status.stdout
     assert "signals:   14" in status.stdout and "warning:   none" in status.stdout
+    # Instances read their settings from config.yaml only: semantic entry is on where the extra is installed.
+    assert ("retrieval: lexical + semantic (all-MiniLM-L6-v2)" if semantic_installed()
+            else "retrieval: lexical only (the semantic extra is not installed)") in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
     assert stopped.returncode == 0 and all(str(p) in stopped.stdout for p in (pid, worker, dashboard))
     assert not alive(pid) and not alive(worker) and not alive(dashboard)
