@@ -97,6 +97,8 @@ class TraceItem(models.Model):
     origin_id = models.BigIntegerField(help_text="Entry grain the best path started from.")
     path = models.JSONField(default=list, help_text="Grain ids from the entry grain to this grain.")
     conduits = models.JSONField(default=list, help_text="Conduit ids along the path.")
+    features = models.JSONField(default=dict, blank=True,
+                                help_text="What the learned ranker saw of this grain (it learns from them on feedback).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["trace", "grain"], name="trace_item_unique_grain")]
@@ -132,3 +134,15 @@ class GrainVector(models.Model):
 
     def __str__(self) -> str:
         return f"vector of grain {self.grain_id} ({self.model})"
+
+
+class RankerWeight(models.Model):
+    """One learned weight of the re-ranker: a feature's (``feature:length``) or a query word's (``word:pixel``)."""
+
+    key = models.CharField(max_length=120, unique=True)
+    weight = models.FloatField(default=0.0)
+    updates = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.weight:.3f}"

@@ -144,8 +144,8 @@ class Ranked:
 
 
 def rank(acts: Mapping[int, Activation], inputs: Mapping[int, RankInput], limit: int,
-         superseded_factor: float = 0.9) -> list[Ranked]:
-    """Top ``limit`` grains by signal x weight x confidence x recency.
+         superseded_factor: float = 0.9, factors: Mapping[int, float] | None = None) -> list[Ranked]:
+    """Top ``limit`` grains by signal x weight x confidence x recency (x ``factors``, when given).
 
     Grains missing from ``inputs`` (not retrievable) are skipped. A superseded
     grain hands its score to its successor when that was reached too, and
@@ -158,6 +158,8 @@ def rank(acts: Mapping[int, Activation], inputs: Mapping[int, RankInput], limit:
         inp = inputs.get(gid)
         if inp is not None:
             scores[gid] = act.signal * inp.weight * inp.confidence * inp.recency
+            if factors is not None:
+                scores[gid] *= factors.get(gid, 1.0)
     replaced = {gid: inputs[gid].superseded_by for gid in scores if inputs[gid].superseded_by in scores}
     for gid, successor in replaced.items():
         scores[successor] = max(scores[successor], scores[gid])

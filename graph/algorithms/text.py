@@ -37,6 +37,11 @@ def terms(text: str, max_terms: int) -> list[str]:
     return [w for w in seen if w]
 
 
+def word_count(text: str) -> int:
+    """How many words ``text`` has, function words included."""
+    return len(_WORD.findall(text))
+
+
 def fts5_or(words: list[str]) -> str:
     """An FTS5 MATCH expression OR-ing ``words``, each quoted so no query syntax survives."""
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)

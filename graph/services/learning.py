@@ -13,6 +13,7 @@ from graph.algorithms.text import learned_cues
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
 from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen, highway_counts
+from graph.services.ranker import ranker_learn
 from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_acting
@@ -94,6 +95,7 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
     _learn_grain(grain, feedback, now)
     counts = _learn_path(item.conduits, feedback.useful, now)
     counts.update({"rated": 1, "useful" if feedback.useful else "not_useful": 1})
+    counts["ranker_weights_moved"] = ranker_learn(item, feedback.useful, now)
     created: list[dict] = []
     if feedback.useful:
         created += _co_useful(item, now)

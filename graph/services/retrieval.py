@@ -18,6 +18,7 @@ from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
 from graph.semantic import semantic_search
+from graph.services.ranker import ranker_rerank
 from epistemic.selectors import successors_resolve
 from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours,
                              contradictions_of, feedback_owed, grain_dates, grain_rank_inputs, grains_by_id)
@@ -181,10 +182,13 @@ def grain_retrieve(
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
     acts, inputs, from_archive = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
     factor = S("SUPERSEDED_RANK_FACTOR")
-    ranked = rank(acts, {g: i for g, i in inputs.items() if i.level == 0}, limit, superseded_factor=factor)
+    grains_only = {g: i for g, i in inputs.items() if i.level == 0}
+    ranked, features = ranker_rerank(query, rank(acts, grains_only, max(limit, S("RERANK_WINDOW")),
+                                                 superseded_factor=factor), acts, grains_only, limit, factor)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
-    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now))
+    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now,
+                                                           features))
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     sources = abstraction_sources([r.activation.grain_id for r in hubs])
 
@@ -207,11 +211,13 @@ def _inline(fn: Callable[[], T]) -> T:
 
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
-            hubs: list[Ranked], from_archive: bool, now: datetime) -> tuple[Trace, dict[int, Grain]]:
+            hubs: list[Ranked], from_archive: bool, now: datetime,
+            features: dict[int, dict] | None = None) -> tuple[Trace, dict[int, Grain]]:
     """Write the trace and touch the returned grains and abstractions, in one short transaction.
 
     Abstractions are not trace items: no feedback is owed on them.
     """
+    features = features or {}
     with transaction.atomic():
         Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
         trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
@@ -219,7 +225,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
         TraceItem.objects.bulk_create([
             TraceItem(trace=trace, grain_id=r.activation.grain_id, rank=i, score=r.score, signal=r.activation.signal,
                       hops=r.activation.hops, origin_id=r.activation.origin, path=list(r.activation.path),
-                      conduits=list(r.activation.conduits))
+                      conduits=list(r.activation.conduits), features=features.get(r.activation.grain_id, {}))
             for i, r in enumerate(ranked, start=1)
         ])
         grains = _touch([r.activation.grain_id for r in ranked + hubs], now)

@@ -83,12 +83,23 @@ def test_shortcut_appears_after_a_useful_two_hop_retrieval(chain, t0, flux_setti
     assert again[chain[2].pk].hops == 1
 
 
-def test_useful_feedback_strengthens_grain_and_path_and_not_useful_weakens(chain, t0):
+def test_useful_feedback_strengthens_the_path_and_not_useful_weakens_it_not_the_grain(chain, t0):
     result = grain_retrieve(query="greyhound", now=t0)
     path = Conduit.objects.filter(kind="association").order_by("pk")
     before = [c.weight for c in path]
     feedback_record(trace_id=result.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
     assert all(c.weight > b for c, b in zip(path.all(), before))
+    assert Grain.objects.get(pk=chain[2].pk).weight == pytest.approx(0.5)  # no boost for every other query
+    strengthened = [c.weight for c in path.all()]
+    feedback_record(trace_id=result.trace_id, grain_id=chain[1].pk, useful=False, now=t0)
+    assert Grain.objects.get(pk=chain[1].pk).weight == pytest.approx(0.5)  # not useful here, not useless
+    assert path.get(pk=path.first().pk).weight < strengthened[0]
+
+
+def test_global_grain_learning_can_be_switched_on(chain, t0, flux_settings):
+    flux_settings(GRAIN_LEARNING_RATE=0.1, NOT_USEFUL_GRAIN_FACTOR=0.85)
+    result = grain_retrieve(query="greyhound", now=t0)
+    feedback_record(trace_id=result.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
     assert Grain.objects.get(pk=chain[2].pk).weight == pytest.approx(0.6)
     feedback_record(trace_id=result.trace_id, grain_id=chain[1].pk, useful=False, now=t0)
     assert Grain.objects.get(pk=chain[1].pk).weight == pytest.approx(0.5 * 0.85)

@@ -49,7 +49,10 @@ def test_without_feedback_compliance_warns_once_warmed_up(memory, t0):
     assert ActivityEvent.objects.filter(kind="vitals.warning_raised", payload__signal="feedback_compliance_rate")
 
 
-def test_a_run_of_not_useful_feedback_makes_retrieval_success_fall(memory, t0):
+def test_a_run_of_not_useful_feedback_makes_retrieval_success_fall(memory, t0, flux_settings):
+    # Every grain here is a direct hit; with the grains' own weights lowered by not-useful feedback, grains
+    # reached over conduits come up too, and their paths lose weight.
+    flux_settings(NOT_USEFUL_GRAIN_FACTOR=0.85)
     retrieve(10, t0, rate=lambda i, g: True)
     first, _ = state("retrieval_success_rate", t0)
     retrieve(50, t0, rate=lambda i, g: False)

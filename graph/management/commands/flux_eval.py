@@ -55,7 +55,8 @@ class Command(BaseCommand):
         parser.add_argument("--ablate", action="store_true",
                             help="also measure Flux with each part switched off in turn (propagation, cluster "
                                  "neighbours, semantic entry, the date boost) and BM25 without stemming; with "
-                                 "--learn, the after-figure again with cue learning off")
+                                 "--learn, the after-figure again with the learned ranker off and with cue "
+                                 "learning off")
         parser.add_argument("--dream", action="store_true",
                             help="then run dream cycles until no clump is left and measure Flux again")
 
@@ -64,22 +65,23 @@ class Command(BaseCommand):
         with temporary_database():
             if opts["learn"]:
                 result = evaluate_learning(samples, seed=opts["seed"])
-                rows = ("before", "after", *(["after_no_cues"] if opts["ablate"] else []))
+                rows = ("before", "after", *([a[0] for a in LEARN_ABLATIONS] if opts["ablate"] else []))
             else:
                 result = evaluate(samples, ablate=opts["ablate"], dream=opts["dream"])
                 rows = ("flux", "bm25", *(["no_propagation", *(a[0] for a in ABLATIONS), "bm25_unstemmed"]
                                           if opts["ablate"] else []),
                         *(["after_dreams"] if opts["dream"] else []))
         if opts["learn"] and opts["ablate"]:
-            with temporary_database(), override_settings(FLUX={**settings.FLUX, "CUE_LEARNING": False}):
-                result["after_no_cues"] = evaluate_learning(samples, seed=opts["seed"])["after"]
+            for name, setting, off in LEARN_ABLATIONS:
+                with temporary_database(), override_settings(FLUX={**settings.FLUX, setting: off}):
+                    result[name] = evaluate_learning(samples, seed=opts["seed"])["after"]
         self.stdout.write(f"questions: {result['questions']}")
         for key in ("graph", "dreams"):
             if key in result:
                 self.stdout.write(f"{key}: {json.dumps(result[key])}")
         for name in rows:
             fig = result[name]
-            self.stdout.write(f"{name:>14}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
+            self.stdout.write(f"{name:>15}  recall@5 {fig['recall@5']:.3f}  recall@10 {fig['recall@10']:.3f}  "
                               f"mrr {fig['mrr']:.3f}")
         if opts["json"]:
             self.stdout.write(json.dumps(result))
@@ -183,6 +185,8 @@ def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) 
 # Parts of Flux switched off one at a time by --ablate: (row, setting, value that switches it off).
 ABLATIONS = (("no_clusters", "CLUSTER_NEIGHBOUR_WEIGHT", 0.0), ("no_semantic", "SEMANTIC_ENTRY", "off"),
              ("no_dates", "TEMPORAL_BOOST", 0.0))
+# The same for the parts of learning, with --learn --ablate (each a whole run: load, test, replay, test).
+LEARN_ABLATIONS = (("after_no_ranker", "RERANK_WINDOW", 0), ("after_no_cues", "CUE_LEARNING", False))
 
 
 def bm25_unstemmed(asked: list[Question], grain_of: dict[tuple[str, str], int]) -> Scores:
