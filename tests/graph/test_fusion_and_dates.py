@@ -1,13 +1,14 @@
 """DB-free tests of entry fusion, the date spans a query names, and the vector table."""
 from __future__ import annotations
 
-import os
+import importlib.util
 from datetime import datetime, timezone
 
 import pytest
 
 from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.when import Span, date_spans
+from tests.servers import require
 
 
 def utc(*args: int) -> datetime:
@@ -61,18 +62,10 @@ def test_span_holds_a_moment_within_it():
     assert Span(month=6).holds(utc(2019, 6, 30)) and not Span(month=6).holds(utc(2019, 7, 1))
 
 
-def numpy_or_skip():
-    try:
-        import numpy
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("numpy is missing: .ci/run installs the semantic extra")
-        pytest.skip("numpy is not installed (the semantic extra: pip install -e '.[semantic]')")
-    return numpy
-
-
 def test_vector_table_grows_and_returns_each_id_once_nearest_first():
-    np = numpy_or_skip()
+    require(importlib.util.find_spec("numpy") is not None, "numpy is not installed (the semantic extra brings it)")
+    import numpy as np
+
     from graph.algorithms.vectors import VectorTable
 
     table = VectorTable(2)

