@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from graph.semantic import semantic_installed
 from tests.servers import postgres_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,15 +23,25 @@ SCRIPT = textwrap.dedent("""
     for text in ["Alice adopted a greyhound named Pixel", "She walks him along the canal",
                  "The canal floods in November"]:
         grain_store(content=text, context="walks")
+    from graph.semantic import semantic_enabled
+    meaning = grain_retrieve(query="a dog joined the household") if semantic_enabled() else None  # no word shared
     found = grain_retrieve(query="greyhound")
     feedback_record(trace_id=found.trace_id, grain_id=found.grains[-1].id, useful=True)
-    print(json.dumps({"vendor": connection.vendor, "hops": [g.hops for g in found.grains]}))
+    taught = grain_retrieve(query="greyhound walks flooding")
+    for g in taught.grains:
+        feedback_record(trace_id=taught.trace_id, grain_id=g.id, useful=g.content.startswith("The canal"))
+    from graph.models import RankerWeight
+    cue = grain_retrieve(query="flooding")  # a word only the canal grain's learned cues hold
+    print(json.dumps({"vendor": connection.vendor, "hops": [g.hops for g in found.grains],
+                      "ranker_weights": RankerWeight.objects.count(), "cue": [g.content for g in cue.grains],
+                      "semantic": meaning and meaning.grains[0].content}))
 """)
 
 
 def test_postgres_migrates_and_serves_the_core_services():
     with postgres_server() as url:
-        env = {**os.environ, "DATABASE_URL": url}
+        # The instance's defaults: semantic entry on where the extra is installed (in CI it is).
+        env = {**os.environ, "DATABASE_URL": url, "SEMANTIC_ENTRY": "auto"}
         env.pop("DJANGO_SETTINGS_MODULE", None)
         migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env,
                                  capture_output=True, text=True, timeout=300)
@@ -41,3 +52,7 @@ def test_postgres_migrates_and_serves_the_core_services():
         result = json.loads(out.stdout.strip().splitlines()[-1])
         assert result["vendor"] == "postgresql"
         assert result["hops"][0] == 0 and max(result["hops"]) >= 1
+        assert result["ranker_weights"] > 0  # pairs of useful and not-useful grains taught the ranker
+        assert result["cue"][0] == "The canal floods in November"  # found by a word feedback taught it
+        if semantic_installed():
+            assert result["semantic"] == "Alice adopted a greyhound named Pixel"
