@@ -6,5 +6,5 @@ class GraphConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the connection_created receiver before any connection opens.
-        from graph import search  # noqa: F401
+        # Registers the connection_created receiver before any connection opens, and the system checks.
+        from graph import checks, search  # noqa: F401

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
@@ -91,3 +92,7 @@ def test_semantic_on_without_the_model_is_a_clear_error_and_auto_falls_back(flux
         grain_retrieve(query="greyhound", now=t0)
     with pytest.raises(CommandError, match="not installed"):
         call_command("flux_embed")
+    errors = [e for e in run_checks() if e.id == "flux.E001"]
+    assert len(errors) == 1 and "pip install -e '.[semantic]'" in errors[0].hint  # `flux start` stops at migrate
+    flux_settings(SEMANTIC_ENTRY="auto")
+    assert not [e for e in run_checks() if e.id == "flux.E001"]
