@@ -34,7 +34,7 @@ class StoreView(APIView):
                              "created": sum(r.created for r in extracted.results),
                              "source_id": extracted.source.pk if extracted.source else None,
                              "warning": extracted.warning}, status=201)
-        result = booth_write(lambda: grain_store(caller=caller, rate_limit=True, **data))
+        result = grain_store(caller=caller, rate_limit=True, run_write=booth_write, **data)
         return Response(stored_json(result), status=201 if result.created else 200)
 
 
@@ -44,7 +44,7 @@ class StoreBatchView(APIView):
         if not isinstance(data["items"], list):
             raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
         caller = request_caller(request)
-        results = booth_write(lambda: grain_store_batch(items=data["items"], caller=caller, rate_limit=True))
+        results = grain_store_batch(items=data["items"], caller=caller, rate_limit=True, run_write=booth_write)
         return Response({"items": [stored_json(r) for r in results],
                          "created": sum(r.created for r in results)}, status=201)
 

@@ -205,6 +205,7 @@ def grain_store(
     occurred_at: datetime | str | None = None,
     restore: bool = False,
     rate_limit: bool = False,
+    run_write: Callable[[Callable[[], T]], T] | None = None,
     now: datetime | None = None,
 ) -> StoreResult:
     """Store one grain, or corroborate the existing grain with the same content.
@@ -216,17 +217,22 @@ def grain_store(
     """
     raw = {"content": content, "provenance": provenance, "context": context,
            "occurred_at": occurred_at, "restore": restore}
-    return grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, now=now, _single=True)[0]
+    return grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, run_write=run_write, now=now,
+                             _single=True)[0]
 
 
 def grain_store_batch(
     *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
-    source: Source | None = None, now: datetime | None = None, _single: bool = False,
+    source: Source | None = None, run_write: Callable[[Callable[[], T]], T] | None = None,
+    now: datetime | None = None, _single: bool = False,
 ) -> list[StoreResult]:
     """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
 
     A bad item fails the whole batch with its index in the error details; with
     ``rate_limit`` the batch counts len(items) against MAX_GRAINS_PER_MINUTE.
+    Items are checked and embedded (semantic entry on) here; the writes run
+    by ``run_write`` when given (the booth's writer), so the model never holds
+    up the write queue.
     """
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
@@ -240,14 +246,17 @@ def grain_store_batch(
         )
     checked = [store_item_validate(raw, None if _single else index) for index, raw in enumerate(items)]
     now = now or timezone.now()
-    who = caller_acting(caller, now=now)
-    # Embedded before the transaction, so the model never holds the write lock.
     embedded = embed([item.content for item in checked])
     vectors = dict(zip((item.content_hash for item in checked), embedded)) if embedded else None
-    with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
-        results = _store_all(checked, who, now, _single, source, vectors)
-        Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
-        return results
+
+    def write() -> list[StoreResult]:
+        who = caller_acting(caller, now=now)
+        with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
+            results = _store_all(checked, who, now, _single, source, vectors)
+            Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
+            return results
+
+    return run_write(write) if run_write else write()
 
 
 @dataclass(frozen=True)
@@ -287,7 +296,7 @@ def grain_extract(
         error = exc if isinstance(exc, FluxError) else LLMBadAnswer(str(exc))
         if S("EXTRACT_FALLBACK") != "caller_extracts":
             raise error from None
-        stored = write(lambda: grain_store(**raw, caller=caller, rate_limit=rate_limit, now=now))
+        stored = grain_store(**raw, caller=caller, rate_limit=rate_limit, run_write=run_write, now=now)
         return ExtractResult(None, [stored], warning=f"{error.message}; the text was stored as given")
     if not facts:
         return ExtractResult(None, [], warning="the LLM found no facts in the text; nothing was stored")

@@ -253,6 +253,7 @@ def test_grain_detail_has_conduits_confidence_history_and_traces(api):
     result = _store_and_retrieve(api)
     top = result["grains"][0]["id"]
     api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    get_booth().drain()  # feedback is applied in the background: first, as in the history below
     api.post("/store", {"content": "Kai drinks oat milk"}, caller="other:chat")
     detail = api.get(f"/grains/{top}").json()
     assert detail["conduits"] and detail["conduits"][0]["kind"] == "association"
