@@ -1,9 +1,9 @@
-"""Django admin for conduits and traces (read-only: the services write them)."""
+"""Django admin for conduits, traces and the learned ranker's weights (read-only: the services write them)."""
 from __future__ import annotations
 
 from django.contrib import admin
 
-from graph.models import Conduit, Trace, TraceItem
+from graph.models import Conduit, RankerWeight, Trace, TraceItem
 from grains.admin import ReadOnlyAdmin, ReadOnlyInline
 
 
@@ -28,3 +28,12 @@ class TraceAdmin(ReadOnlyAdmin):
     search_fields = ("query",)
     list_select_related = ("caller",)
     inlines = (TraceItems,)
+
+
+@admin.register(RankerWeight)
+class RankerWeightAdmin(ReadOnlyAdmin):
+    """What feedback has taught the re-ranker: a weight per feature and per query word."""
+
+    list_display = ("key", "weight", "updates", "updated_at")
+    search_fields = ("key",)
+    ordering = ("-weight",)

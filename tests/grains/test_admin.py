@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from graph.models import Conduit
-from graph.services import grain_retrieve
+from graph.services import feedback_record, grain_retrieve
 from grains.models import Grain
 from grains.services import grain_forget, grain_store
 
@@ -63,7 +63,7 @@ def token_of(admin_client) -> str:  # noqa: ANN001
 
 
 def test_purge_needs_a_reason_and_the_session_token_then_is_done_and_audited(admin_client, t0):
-    from graph.services import grain_retrieve
+    from graph.services import feedback_record, grain_retrieve
     from grains.errors import Tombstoned
     from grains.models import AuditEvent, Tombstone
 
@@ -196,7 +196,7 @@ def test_status_and_confidence_set_by_hand_are_audited(admin_client, t0):
 
 
 def test_a_blocked_caller_is_refused_until_unblocked_and_both_are_audited(admin_client, t0):
-    from graph.services import grain_retrieve
+    from graph.services import feedback_record, grain_retrieve
     from grains.errors import CallerBlocked
     from grains.models import AuditEvent, Caller
 
@@ -212,3 +212,15 @@ def test_a_blocked_caller_is_refused_until_unblocked_and_both_are_audited(admin_
     grain_store(content="Calmer facts now", caller="spammer:chat", now=t0)
     assert list(AuditEvent.objects.order_by("pk").values_list("action", flat=True)) == ["caller_block",
                                                                                         "caller_unblock"]
+
+
+def test_the_learned_ranker_weights_are_listed_read_only(admin_client, t0):
+    for content in ("Ana keeps her horse Comet at the stables by the river and rides him every morning.",
+                    "Thanks, Ana!"):
+        grain_store(content=content, now=t0)
+    found = grain_retrieve(query="Ana horse", enforce_feedback=False, now=t0)
+    for g in found.grains:
+        feedback_record(trace_id=found.trace_id, grain_id=g.id, useful="Comet" in g.content, now=t0)
+    page = admin_client.get("/admin/graph/rankerweight/", {"q": "feature"})
+    assert page.status_code == 200 and b"feature:length" in page.content and b"word:" not in page.content
+    assert admin_client.get("/admin/graph/rankerweight/add/").status_code == 403
