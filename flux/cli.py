@@ -12,8 +12,9 @@ import urllib.request
 from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
 from flux.integrations import write_snippets
+from fluxsite.defaults import CHOICES
 
-MODES = ("caller_extracts", "flux_extracts")
+MODES = CHOICES["OPERATING_MODE"]
 
 
 def cmd_init(args: argparse.Namespace) -> int:

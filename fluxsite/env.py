@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from fluxsite.defaults import CHOICES
+
 
 class SettingError(ValueError):
     """A configuration value that cannot be used; the message says which and why."""
@@ -33,8 +35,6 @@ def parse_value(name: str, raw: str, default: object) -> object:
             return value
     except ValueError as exc:
         raise SettingError(f"{name}={raw!r} is not valid: {exc}") from None
-    from fluxsite.defaults import CHOICES
-
     if name in CHOICES and text not in CHOICES[name]:
         raise SettingError(f"{name}={raw!r} is not valid: expected one of {', '.join(CHOICES[name])}")
     return text

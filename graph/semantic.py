@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
+from tqdm import tqdm
 
 from fluxsite.conf import flux_setting as S
 from graph.models import GrainVector
@@ -151,25 +152,14 @@ def embed_missing(*, batch_size: int = 256, progress: bool = False) -> int:
     if not semantic_enabled():
         return 0
     missing = Grain.objects.filter(vector__isnull=True).order_by("pk")
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=missing.count(), desc="embedding grains", unit="grain")
-    done = 0
-    after = 0
-    while True:
-        grains = list(missing.filter(pk__gt=after).only("pk", "content")[:batch_size])
-        if not grains:
-            break
-        vectors = embed([g.content for g in grains]) or []
-        vectors_save(grains, vectors)
-        done += len(grains)
-        after = grains[-1].pk
-        if bar is not None:
+    done = after = 0
+    with tqdm(total=missing.count() if progress else None, desc="embedding grains", unit="grain",
+              disable=not progress) as bar:
+        while grains := list(missing.filter(pk__gt=after).only("pk", "content")[:batch_size]):
+            vectors_save(grains, embed([g.content for g in grains]) or [])
+            done += len(grains)
+            after = grains[-1].pk
             bar.update(len(grains))
-    if bar is not None:
-        bar.close()
     if done:
         activity_record("graph.grains_embedded", {"grains": done, "model": MODEL}, now=timezone.now())
     return done

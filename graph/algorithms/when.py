@@ -48,7 +48,7 @@ class Span:
 def _day(year: int, month: int, day: int) -> Span | None:
     try:
         start = datetime(year, month, day, tzinfo=timezone.utc)
-    except ValueError:  # 31 February
+    except ValueError:  # 31 February, month 13
         return None
     return Span(start, start + timedelta(days=1))
 
@@ -58,35 +58,29 @@ def _month(year: int, month: int) -> Span:
     return Span(start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc))
 
 
+def _year(year: int) -> Span:
+    return Span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+
+
+# Most precise first: a stretch of text read by one is not read again by a later one.
+_READERS = (
+    (_MONTH_DAY_YEAR, lambda m: _day(int(m[3]), _NUMBER[m[1]], int(m[2]))),
+    (_DAY_MONTH_YEAR, lambda m: _day(int(m[3]), _NUMBER[m[2]], int(m[1]))),
+    (_ISO_DAY, lambda m: _day(int(m[1]), int(m[2]), int(m[3]))),
+    (_MONTH_YEAR, lambda m: _month(int(m[2]), _NUMBER[m[1]])),
+    (_BARE_MONTH, lambda m: Span(month=_NUMBER[m[1]])),
+    (_BARE_YEAR, lambda m: _year(int(m[1]))),
+)
+
+
 def date_spans(text: str) -> list[Span]:
     """The spans of time ``text`` names, most precise first; each stretch of text is read once."""
     lowered = text.lower()
-    spans: list[Span] = []
+    spans: list[Span | None] = []
     taken: list[tuple[int, int]] = []
-
-    def free(match: re.Match) -> bool:
-        if any(match.start() < end and start < match.end() for start, end in taken):
-            return False
-        taken.append(match.span())
-        return True
-
-    for m in _MONTH_DAY_YEAR.finditer(lowered):
-        if free(m):
-            spans.append(_day(int(m[3]), _NUMBER[m[1]], int(m[2])))
-    for m in _DAY_MONTH_YEAR.finditer(lowered):
-        if free(m):
-            spans.append(_day(int(m[3]), _NUMBER[m[2]], int(m[1])))
-    for m in _ISO_DAY.finditer(lowered):
-        if free(m):
-            spans.append(_day(int(m[1]), int(m[2]), int(m[3])) if 1 <= int(m[2]) <= 12 else None)
-    for m in _MONTH_YEAR.finditer(lowered):
-        if free(m):
-            spans.append(_month(int(m[2]), _NUMBER[m[1]]))
-    for m in _BARE_MONTH.finditer(lowered):
-        if free(m):
-            spans.append(Span(month=_NUMBER[m[1]]))
-    for m in _BARE_YEAR.finditer(lowered):
-        if free(m):
-            year = int(m[1])
-            spans.append(Span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)))
+    for pattern, read in _READERS:
+        for m in pattern.finditer(lowered):
+            if not any(m.start() < end and start < m.end() for start, end in taken):
+                taken.append(m.span())
+                spans.append(read(m))
     return [s for s in spans if s is not None]
