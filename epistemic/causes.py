@@ -12,8 +12,10 @@ from functools import lru_cache
 from . import lexicon as lx
 from . import words as w
 
+# The effect ends on a character that is not a separator, so a run of separators is tried once as the gap before
+# a marker, not once per starting point (linear time on a run of commas).
 CAUSE_AFTER = re.compile(
-    r"^(?P<effect>.+?)[ ,]+(?P<marker>because of|because|due to|as a result of|owing to|on account of"
+    r"^(?P<effect>.*?[^ ,])[ ,]+(?P<marker>because of|because|due to|as a result of|owing to|on account of"
     r"|thanks to|(?:was |were |is |are |been )?caused by)\s+(?P<cause>.+)$")
 CAUSE_FIRST = re.compile(
     r"^(?P<marker>because of|because|due to|as a result of|owing to|thanks to)\s+(?P<cause>[^,]+),\s*(?P<effect>.+)$")
@@ -32,6 +34,7 @@ VAGUE_SUBJECTS = {"it", "this", "that", "these", "those", "they", "there", "you"
 WEATHER = {"rain", "snow", "storm", "hail", "pour", "freez", "sleet", "drizzl", "flood", "wind", "cold", "hot"}
 
 Clause = tuple[str, str, str]  # (effect, marker, cause)
+MAX_SENTENCE_CHARS = 600  # a longer "sentence" is not prose a causal link can be read from; it is not parsed
 # A word every pattern above needs, in the raw text ("'cause", "cuz" become "because" later): a text
 # without one has no causal clause, and is not parsed at all.
 ANY_MARKER = re.compile(r"\b(?:because|cause|cuz|coz|due|result|owing|account|thanks|caused|causes|led|leads"
@@ -105,7 +108,7 @@ def _causal_clauses(text: str) -> tuple[str | None, tuple[Clause, ...]]:
     found: list[Clause] = []
     previous = ""
     for sentence in w.sentences(body):
-        plain = "" if sentence.endswith("?") else _plain(sentence)
+        plain = "" if sentence.endswith("?") or len(sentence) > MAX_SENTENCE_CHARS else _plain(sentence)
         found += _split(plain, previous) if plain else []
         previous = plain
     return speaker, tuple(found)
@@ -140,7 +143,7 @@ def _stated(text: str) -> tuple[tuple[frozenset[str], bool], ...]:
         if sentence.endswith("?"):
             continue
         plain = _plain(sentence)
-        causes = _split(plain, "")
+        causes = _split(plain, "") if len(sentence) <= MAX_SENTENCE_CHARS else []
         claim = (causes[0][0] if causes else plain).split()
         out.append((frozenset(w.content(claim)), bool(FIRST_PERSON & set(claim))))
     return tuple(out)

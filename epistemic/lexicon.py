@@ -25,8 +25,10 @@ CONTRACTIONS = [
     (r"(\d)\s+([ap]m)\b", r"\1\2"), (r"\bany more\b", "anymore"),
 ]
 COMPILED_CONTRACTIONS = [(re.compile(p, re.I), r) for p, r in CONTRACTIONS]
+# Every repetition that could run over a long stretch of the text is bounded or cannot overlap what follows it,
+# so findall stays linear in the text's length (an e-mail's local part is at most 64 characters).
 TOKEN = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\d{1,2}:\d{2}(?:[ap]m)?|\+?\d[\d-]*\d(?:st|nd|rd|th|[ap]m|s)?"
+    r"[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+|\d{1,2}:\d{2}(?:[ap]m)?|\+?\d[\d-]*\d(?:st|nd|rd|th|[ap]m|s)?"
     r"|\d(?:st|nd|rd|th|[ap]m)?|'s\b|[^\W\d_]+(?:-[^\W\d_]+)*|[,;]"
 )
 AUX = _set("am is are was were be been being has have had do does did will")

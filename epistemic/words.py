@@ -45,19 +45,32 @@ def split_speaker(text: str) -> tuple[str | None, str]:
     return None, text.strip()
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+_TITLES = frozenset("dr. mr. mrs. ms. st. jr. sr. prof. vs. etc. e.g. i.e.".split())
+# A dash between words separates clauses. Each alternative starts only where whitespace starts, so a long run of
+# spaces is scanned once, not once per space (linear time on any input).
+_DASH = re.compile(r"(?<!\s)\s*[\u2014\u2013]\s*|(?<!\s)\s+-+\s+")
+
+
 def sentences(text: str) -> list[str]:
-    merged: list[str] = []
-    for part in re.split(r"(?<=[.!?])[\"')\]]*\s+|\n+", text.strip()):
-        if merged and re.search(r"\b(?:dr|mr|mrs|ms|st|jr|sr|prof|vs|etc|e\.g|i\.e)\.$", merged[-1], re.I):
-            merged[-1] = f"{merged[-1]} {part}"  # "Dr. Smith" is one sentence
+    merged: list[list[str]] = []
+    for part in _SENTENCE_END.split(text.strip()):
+        if merged and _ends_with_title(merged[-1][-1]):
+            merged[-1].append(part)  # "Dr. Smith" is one sentence
         elif part.strip():
-            merged.append(part.strip())
-    return merged
+            merged.append([part.strip()])
+    return [" ".join(parts).strip() for parts in merged]
+
+
+def _ends_with_title(part: str) -> bool:
+    last = part.rsplit(None, 1)[-1].lower() if part.strip() else ""
+    return last in _TITLES or any(last.endswith(t) and not last[-len(t) - 1].isalnum() for t in _TITLES
+                                  if len(last) > len(t))
 
 
 def normalise(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'")
-    text = re.sub(r"\s*[\u2014\u2013]\s*|\s+-+\s+", ", ", text)  # a dash between words separates clauses
+    text = _DASH.sub(", ", text)
     for pattern, repl in lx.COMPILED_CONTRACTIONS:
         text = pattern.sub(repl, text)
     return text
