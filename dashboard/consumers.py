@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from dashboard.access import cookie_name, scope_cookie, viewer_allowed
 from dashboard.relay import GROUP, relay_ensure
 from dashboard.selectors import EVENT_PAGE_MAX, events_after, live_snapshot
 
@@ -17,6 +18,10 @@ from dashboard.selectors import EVENT_PAGE_MAX, events_after, live_snapshot
 class ActivityConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode())
+        client = self.scope.get("client") or [None]
+        if not viewer_allowed(client[0], scope_cookie(self.scope, cookie_name()), query.get("token", [None])[0]):
+            await self.close(code=4401)  # before accepting: the handshake is refused
+            return
         after = query.get("after", [""])[0]
         if after and not after.isdigit():
             await self.accept()

@@ -15,7 +15,8 @@ from fluxsite.api import booth_write, int_param
 class DreamRunView(APIView):
     """Runs on a read worker: only each dream's database write goes through the write queue.
 
-    The body, if any, is not read: the cycle takes no arguments.
+    Like every write it takes a JSON body (the middleware refuses any other), which may be empty: the cycle
+    takes no arguments.
     """
 
     def post(self, request: Request) -> Response:

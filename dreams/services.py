@@ -18,14 +18,16 @@ from fluxsite.conf import flux_setting as S
 from graph.models import ConduitKind
 from graph.services.conduits import conduit_relate
 from grains.activity import activity_record
-from grains.errors import LLMBadAnswer, LLMUnavailable
+from grains.errors import Conflict, LLMBadAnswer, LLMUnavailable
 from grains.lifecycle import Changes
 from grains.llm import ollama_generate_json
+from grains.locks import lock_release, lock_take
 from grains.models import Grain, Provenance
 from grains.services import grain_store
 
 T = TypeVar("T")
 DREAMER = "flux-dreams:system"
+LOCK, LOCK_SECONDS = "dream_run", 3600.0
 Abstracter = Callable[[list[str]], str]
 
 
@@ -61,10 +63,24 @@ def dream_run(*, now: datetime | None = None, abstract: Abstracter | None = None
     clump's signature is recorded, so an unchanged clump is never dreamt of
     again. When the LLM cannot be reached the cycle stops and records nothing
     for the rest. Writes go through ``run_write`` when given (the booth's writer).
+    One run at a time across the instance's processes: a second concurrent run
+    is a Conflict (``dream_running``) naming when the first started.
     """
     now = now or timezone.now()
-    rules = clump_rules()
     write = run_write or (lambda fn: fn())
+    lock, taken = write(lambda: lock_take(LOCK, seconds=LOCK_SECONDS))
+    if not taken:
+        raise Conflict(f"a dream run is already running (started {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC); "
+                       "wait for it to end, then run again", code="dream_running",
+                       details={"started_at": lock.acquired_at.isoformat()})
+    try:
+        return _dream_run(now, abstract, write)
+    finally:
+        write(lambda: lock_release(lock))
+
+
+def _dream_run(now: datetime, abstract: Abstracter | None, write: Callable) -> DreamRunResult:
+    rules = clump_rules()
     done = set(Dream.objects.values_list("signature", flat=True))
     views = cluster_views(limit=rules.per_cycle * 4, min_size=rules.min_sources, now=now)
     clumps = select_clumps(views, rules, done=done, now=now.timestamp())

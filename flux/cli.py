@@ -13,6 +13,8 @@ from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
 from flux.integrations import write_snippets
 from fluxsite.defaults import CHOICES
+from fluxsite.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
+from fluxsite.secret import SECRET_FILE, SecretError, instance_secret
 
 MODES = CHOICES["OPERATING_MODE"]
 
@@ -23,13 +25,19 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise InstanceError(f"instance {args.name!r} already exists at {instance.path}; "
                             "use --force to rewrite its config and snippets (the database is kept)")
     mode = args.mode or _ask_mode(args.yes)
-    instance.path.mkdir(parents=True, exist_ok=True)
+    instance.path.mkdir(mode=0o700, parents=True, exist_ok=True)
     instance.config_file.write_text(config_text({"OPERATING_MODE": mode}), encoding="utf-8")
+    try:
+        instance_secret(instance.path)
+    except SecretError as exc:
+        raise InstanceError(str(exc)) from None
     processes.migrate(instance)
     written = write_snippets(instance)
+    instance.make_private()
     print(f"Created instance {args.name!r} in {instance.path} (mode {mode}).")
     print(f"  config:       {instance.config_file}")
     print(f"  database:     {instance.path / 'flux.sqlite3'}")
+    print(f"  secret:       {instance.path / SECRET_FILE} (random, readable by you only)")
     print(f"  MCP snippets: {', '.join(p.name for p in written)} in {instance.integrations}")
     print(f"Next: flux start --name {args.name}")
     return 0
@@ -67,11 +75,13 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _print_urls(instance: Instance, *, broadcast: bool) -> None:
     print(f"  REST API:  {instance.rest_url()}   (health: {instance.rest_url()}/health)")
     print(f"  Dashboard: {instance.dashboard_url()}/")
-    if broadcast:
+    token = processes.view_token(instance) if broadcast else None
+    if token:
         port = instance.setting("DASHBOARD_PORT")
-        lan = [f"http://{a}:{port}/" for a in processes.lan_addresses()] or [f"http://<this machine's address>:{port}/"]
-        print(f"  Dashboard on the LAN (read-only; the REST API stays on {instance.setting('REST_HOST')}): "
-              + "  ".join(lan))
+        lan = ([f"http://{a}:{port}/?token={token}" for a in processes.lan_addresses()]
+               or [f"http://<this machine's address>:{port}/?token={token}"])
+        print(f"  Dashboard on the LAN (read-only, with a viewing token good for this run; the REST API stays on "
+              f"{instance.setting('REST_HOST')}): " + "  ".join(lan))
 
 
 def _running_instance(name: str, hint: str = "") -> Instance:
@@ -96,8 +106,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(f"  processes: {_pids(pids)}")
     _print_urls(instance, broadcast=processes.broadcasting(instance))
+    request = urllib.request.Request(instance.rest_url() + "/health")
+    if instance.setting("API_KEY"):
+        request.add_header("Authorization", f"Bearer {instance.setting('API_KEY')}")
     try:
-        with urllib.request.urlopen(instance.rest_url() + "/health", timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10) as response:
             health = json.loads(response.read())
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"  health:    not answering ({exc})")
@@ -148,6 +161,29 @@ def cmd_admin(args: argparse.Namespace) -> int:
     return subprocess.run(argv, env=instance.environ(), cwd=instance.path).returncode
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    """API keys: add one for a client (printed once, only its hash kept), list the clients, remove a client's."""
+    instance = Instance.existing(args.name)
+    path = instance.path / KEYS_FILE
+    try:
+        if args.action == "add":
+            key = add_to_file(path, args.client or "")
+            print(f"API key for client {args.client!r} (shown once; keep it secret): {key}")
+            if args.local:
+                instance.set_config("API_KEY", key)
+                print(f"  written to {instance.config_file} as API_KEY: this instance's MCP bridge and tools send it")
+            print("  Restart the instance if it runs without keys: from now on every REST call needs a key.")
+        elif args.action == "remove":
+            removed = remove_from_file(path, args.client or "")
+            print(f"Removed {removed} key(s) of client {args.client!r}")
+        else:
+            clients = [c for c, _ in read_file(path)]
+            print("\n".join(clients) if clients else "No API keys: the REST API is open on loopback.")
+    except KeySettingError as exc:
+        raise InstanceError(str(exc)) from None
+    return 0
+
+
 def _pids(pids: dict[str, int]) -> str:
     return ", ".join(f"{name} pid {pid}" for name, pid in pids.items())
 
@@ -180,10 +216,16 @@ def parser() -> argparse.ArgumentParser:
     admin.add_argument("action", nargs=argparse.REMAINDER,
                        help="link | search QUERY | purge ID --reason R [--token T] | restore ID --reason R "
                             "[--token T] | audit | export ID")
+    keys = command("keys", cmd_keys, "API keys, each bound to one client: add (printed once), list, remove")
+    keys.add_argument("action", choices=("add", "list", "remove"))
+    keys.add_argument("client", nargs="?", help="the client name the key is bound to (add, remove)")
+    keys.add_argument("--local", action="store_true",
+                      help="also write the new key to config.yaml as API_KEY, for this instance's own MCP bridge")
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(0o077)  # every file an instance's processes create is the owner's alone (inherited by the services)
     args = parser().parse_args(argv)
     try:
         return args.handler(args)

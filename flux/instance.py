@@ -82,6 +82,34 @@ class Instance:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         return env
 
+    def set_config(self, key: str, value: str) -> None:
+        """Set one setting in config.yaml (its line, commented or not, else a new one); checked first."""
+        if key not in DEFAULTS:
+            raise InstanceError(f"unknown setting {key!r}")
+        try:
+            parse_value(key, value, DEFAULTS[key])
+        except SettingError as exc:
+            raise InstanceError(str(exc)) from None
+        line = f"{key}: {value}"
+        lines = self.config_file.read_text(encoding="utf-8").splitlines()
+        at = next((i for i, raw in enumerate(lines) if raw.lstrip("# ").startswith(f"{key}:")), None)
+        lines = lines[:at] + [line] + lines[at + 1:] if at is not None else [*lines, line]
+        tmp = self.config_file.with_name("config.yaml.tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.chmod(0o600)
+        os.replace(tmp, self.config_file)
+
+    def make_private(self) -> None:
+        """The folder and everything in it the owner's alone: folders 0700, files 0600 (older instances too)."""
+        self.path.chmod(0o700)
+        for root, dirs, files in os.walk(self.path):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o700)
+            for name in files:
+                path = os.path.join(root, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o600)
+
     def rest_url(self) -> str:
         return _url(str(self.setting("REST_HOST")), self.setting("REST_PORT"))
 

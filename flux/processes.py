@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import struct
@@ -13,6 +14,7 @@ from pathlib import Path
 from flux.instance import Instance, InstanceError, python
 from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS
 from fluxsite.net import wait_for_http
+from fluxsite.keys import open_rest_refusal
 
 STOP_GRACE_SECONDS = 30.0
 
@@ -27,6 +29,7 @@ class Service:
 
 
 BROADCAST_HOST = "0.0.0.0"
+VIEW_TOKEN_ENV = "FLUX_VIEW_TOKEN"  # read by dashboard/access.py
 SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
@@ -36,9 +39,9 @@ def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
     ``broadcast`` only the dashboard listens on every interface; the REST API stays where REST_HOST says."""
     dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
     return [
-        Service("rest", [python(), "-m", "daphne", "-b", str(instance.setting("REST_HOST")),
+        Service("rest", [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")),
                          "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "fluxsite.asgi"),
-        Service("dashboard", [python(), "-m", "daphne", "-b", dashboard_host, "-p",
+        Service("dashboard", [python(), "-m", "fluxsite.serve", "-b", dashboard_host, "-p",
                               str(instance.setting("DASHBOARD_PORT")), "fluxsite.dashboard_asgi:application"],
                 "fluxsite.dashboard_asgi"),
         Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
@@ -113,12 +116,22 @@ def migrate(instance: Instance) -> None:
             raise InstanceError(f"{step} of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
 
 
-def _environ(instance: Instance, service: Service, broadcast: bool) -> dict[str, str]:
+def _environ(instance: Instance, service: Service, broadcast: bool, view_token: str) -> dict[str, str]:
     env = instance.environ()
     if broadcast and service.name == "dashboard":  # pages asked for by the machine's LAN address or name
         hosts = [h for h in env.get("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS).split(",") if h]
         env["ALLOWED_HOSTS"] = ",".join([*hosts, *lan_addresses(), socket.gethostname()])
+    if service.name == "dashboard":
+        env[VIEW_TOKEN_ENV] = view_token
     return env
+
+
+def view_token(instance: Instance) -> str | None:
+    """The viewing token of a broadcasting instance (in its LAN URLs), or None when it is not broadcasting."""
+    try:
+        return (instance.run_dir / "broadcast").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _check_ports(instance: Instance, broadcast: bool) -> None:
@@ -130,21 +143,27 @@ def _check_ports(instance: Instance, broadcast: bool) -> None:
 def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0) -> dict[str, subprocess.Popen]:
     """Start every service detached (each in its own session, so `flux stop` can signal it and its children),
     then wait until the REST API's /health and the dashboard answer."""
+    refusal = open_rest_refusal(str(instance.setting("REST_HOST")), str(instance.setting("API_KEYS")), instance.path)
+    if refusal:
+        raise InstanceError(refusal)
     _check_ports(instance, broadcast)
     migrate(instance)
     instance.run_dir.mkdir(exist_ok=True)
     instance.log_dir.mkdir(exist_ok=True)
+    instance.make_private()
     (instance.run_dir / "broadcast").unlink(missing_ok=True)
+    # A new viewing token each run: a LAN link works for this run of the service only.
+    token = secrets.token_urlsafe(24) if broadcast else ""
     procs: dict[str, subprocess.Popen] = {}
     for service in services(instance, broadcast=broadcast):
         with open(instance.log_dir / f"{service.name}.log", "ab") as log:
-            proc = subprocess.Popen(service.argv, env=_environ(instance, service, broadcast), cwd=instance.path,
+            proc = subprocess.Popen(service.argv, env=_environ(instance, service, broadcast, token), cwd=instance.path,
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         _pid_file(instance, service).write_text(f"{proc.pid}\n")
         procs[service.name] = proc
     if broadcast:
-        (instance.run_dir / "broadcast").write_text("dashboard on every interface\n")
+        (instance.run_dir / "broadcast").write_text(token + "\n")
     for name, url in (("rest", instance.rest_url() + "/health"), ("dashboard", instance.dashboard_url() + "/")):
         try:
             wait_for_http(url, timeout=timeout, proc=procs[name])

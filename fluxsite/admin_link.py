@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model, login
 from django.core import signing
-from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from fluxsite.conf import flux_setting as S
+from grains.models import LoginLinkUse
 
 SALT = "flux.admin-link"
 ADMIN_USERNAME = "flux-admin"
@@ -33,7 +36,11 @@ def admin_link_login(request: HttpRequest, token: str) -> HttpResponse:
         return _refused(f"this link is older than {max_age} s; run `flux admin` again for a new one")
     except signing.BadSignature:
         return _refused("this link is not valid; run `flux admin` for a new one")
-    if not cache.add(f"flux:admin-link:{data['nonce']}", 1, timeout=max_age + 60):
+    try:  # the nonce's unique row: of two uses at once, exactly one inserts it
+        with transaction.atomic():
+            LoginLinkUse.objects.filter(used_at__lt=timezone.now() - timedelta(seconds=max_age + 60)).delete()
+            LoginLinkUse.objects.create(nonce=str(data["nonce"])[:64], used_at=timezone.now())
+    except IntegrityError:
         return _refused("this link was used already; run `flux admin` for a new one")
     user = get_user_model().objects.filter(pk=data["user"], is_active=True, is_staff=True).first()
     if user is None:

@@ -7,14 +7,15 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.request import Request
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from fluxsite.booth import get_booth
-from grains.callers import parse_caller
-from grains.errors import FluxError, InvalidInput
+from grains.callers import parse_caller, refuse_reserved
+from grains.errors import FluxError, InvalidInput, TooLarge
 
 log = logging.getLogger("flux.api")
 T = TypeVar("T")
@@ -43,6 +44,9 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     """DRF exception handler: FluxError and DRF's own errors, all in the one contract."""
     if isinstance(exc, FluxError):
         return flux_error_response(exc)
+    if isinstance(exc, RequestDataTooBig):
+        return flux_error_response(TooLarge("the body is larger than MAX_REQUEST_BYTES; split a batch into "
+                                            "smaller ones"))
     response = drf_exception_handler(exc, context)
     if response is None:
         log.exception("unhandled error in %s", context.get("view"))
@@ -57,7 +61,17 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
 
 
 def request_caller(request: Request) -> tuple[str, str]:
-    """(client, role) from X-Flux-Client + X-Flux-Role, or legacy X-Caller-Id; else anonymous."""
+    """(client, role) from X-Flux-Client + X-Flux-Role, or legacy X-Caller-Id; else anonymous.
+
+    With API keys on, the client is the one the request's key is bound to (a client named in a header is
+    ignored) and only the role comes from the headers. The service's own identities (``flux-*``) are refused.
+    """
+    client, role = refuse_reserved(_header_caller(request))
+    keyed = getattr(request, "flux_client", None)
+    return (keyed, role) if keyed else (client, role)
+
+
+def _header_caller(request: Request) -> tuple[str, str]:
     client = request.headers.get("X-Flux-Client")
     role = request.headers.get("X-Flux-Role")
     legacy = request.headers.get("X-Caller-Id")

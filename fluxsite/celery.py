@@ -28,6 +28,8 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "dream-run": {"task": "dreams.dream_run", "schedule": float(flux["DREAM_INTERVAL_SECONDS"])},
         "health-snapshot": {"task": "vitals.vitals_snapshot", "schedule": float(flux["HEALTH_INTERVAL_SECONDS"])},
         "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
+        # Restore data of purged grains is cleared when the window ends; checked as often as decay runs.
+        "tombstones-expire": {"task": "grains.tombstones_expire", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
     }
     if settings.CELERY_BROKER_URL.startswith("sqla+"):
         sender.conf.beat_schedule["broker-cleanup"] = {

@@ -147,6 +147,13 @@ SETTINGS: list[Setting] = [
         ("FEEDBACK_ENFORCEMENT_MAX_BLOCK_SECONDS", 86400, "Age after which missing feedback no longer blocks."),
     ),
     *_group(
+        "access",
+        ("API_KEYS", "", "Comma-separated client:key pairs; with these (or keys added by `flux keys add`) every REST and MCP-over-HTTP call needs `Authorization: Bearer <key>` and the key decides the client."),
+        ("API_KEY", "", "The key this instance's own clients send (the MCP bridge, `flux status`, the SDK's connect); written by `flux keys add --local`."),
+        ("ADMIN_SESSION_HOURS", 8.0, "An admin session ends after this long, or when the browser closes."),
+        ("MAX_REQUEST_BYTES", 4194304, "Largest request body accepted; a larger one is refused with 413 before it is read."),
+    ),
+    *_group(
         "maintenance",
         ("DECAY_INTERVAL_SECONDS", 3600, "How often Celery beat runs the decay sweep."),
         ("BROKER_CLEANUP_INTERVAL_SECONDS", 3600, "How often consumed messages are purged from the embedded broker."),
@@ -211,7 +218,8 @@ INFRASTRUCTURE = [
     ("FLUX_DATA_DIR", "var/ in the checkout", "Folder of the instance: SQLite database, broker file, cache."),
     ("DATABASE_URL", "", "postgres://user:pass@host:5432/name selects PostgreSQL."),
     ("REDIS_URL", "", "Redis for the Celery broker and the rate-limit cache."),
-    ("SECRET_KEY", "derived from the data folder", "Django secret key; set one when exposing anything."),
+    ("SECRET_KEY", "random, in secret.key of the instance folder",
+     "Signs admin links and sessions; at least 32 random characters when set (never derived from a path)."),
     ("DEBUG", "false", "Django debug mode."),
     ("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS, "Host names the service answers to."),
     ("LOG_LEVEL", "WARNING", "Root log level."),

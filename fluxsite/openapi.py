@@ -21,7 +21,11 @@ def _json(schema: dict, description: str) -> dict:
 
 
 def _errors(*codes: int) -> dict:
-    text = {400: "Invalid input", 403: "The caller is blocked by an operator", 404: "Not found", 409: "Conflict (tombstoned, already rated, feedback owed)",
+    text = {400: "Invalid input", 401: "API keys are on and the request has no valid key (Authorization: Bearer)",
+            403: "Refused: a blocked client, another caller's trace, a reserved identity, or a write from a web page "
+                 "of another origin", 404: "Not found",
+            409: "Conflict (tombstoned, already rated, feedback owed, a dream run already running)",
+            413: "The body is larger than MAX_REQUEST_BYTES", 415: "A write whose body is not application/json",
             429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
             503: "Write queue full (Retry-After header), or the LLM unreachable (flux_extracts mode)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
@@ -96,14 +100,18 @@ CALLER_HEADERS = [
 OBJECT = {"type": "object"}
 
 
-def _post(summary: str, body: dict, ok: dict, *errors: int) -> dict:
-    return {"post": {"summary": summary, "parameters": CALLER_HEADERS,
+WRITE_ERRORS = (401, 403, 413, 415)  # every write: keys, foreign pages, body size, JSON only (fluxsite/middleware.py)
+
+
+def _post(summary: str, body: dict, ok: dict, *errors: int, parameters: list | None = None) -> dict:
+    return {"post": {"summary": summary, "parameters": CALLER_HEADERS if parameters is None else parameters,
                      "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
-                     "responses": {**ok, **_errors(*errors)}}}
+                     "responses": {**ok, **_errors(*sorted({*errors, *WRITE_ERRORS}))}}}
 
 
 def _get(summary: str, ok: dict, *errors: int, parameters: list | None = None) -> dict:
-    return {"get": {"summary": summary, "parameters": parameters or [], "responses": {**ok, **_errors(*errors)}}}
+    return {"get": {"summary": summary, "parameters": parameters or [],
+                    "responses": {**ok, **_errors(*sorted({*errors, 401}))}}}
 
 
 def _id_param(name: str) -> list:
@@ -164,10 +172,9 @@ SCHEMA = {
                 {"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000}},
             ]),
-        "/health/snapshot": {"post": {
-            "summary": "Take a health snapshot now: raise and clear warnings (no body)", "parameters": [],
-            "responses": {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared"),
-                          **_errors(503)}}},
+        "/health/snapshot": _post(
+            "Take a health snapshot now: raise and clear warnings (the body is an empty JSON object)", OBJECT,
+            {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared")}, 503, parameters=[]),
         "/grains": _get(
             "List grains, newest first", {"200": _json({"type": "object", "required": ["grains"], "properties": {
                 "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400,
@@ -215,10 +222,10 @@ SCHEMA = {
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
             ]),
-        "/dreams/run": {"post": {
-            "summary": "Run the dream cycle now (no body: the cycle takes no arguments)", "parameters": [],
-            "responses": {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids"),
-                          **_errors(400)}}},
+        "/dreams/run": _post(
+            "Run the dream cycle now (the body is an empty JSON object: the cycle takes no arguments); one run at "
+            "a time", OBJECT, {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids")},
+            400, 409, parameters=[]),
         "/clusters": _get(
             "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400,
             parameters=[
@@ -227,7 +234,10 @@ SCHEMA = {
             ]),
     },
     "components": {"schemas": {"Grain": GRAIN, "StoreItem": STORE_ITEM, "Stored": STORED,
-                               "RetrievedGrain": RETRIEVED, "Error": ERROR}},
+                               "RetrievedGrain": RETRIEVED, "Error": ERROR},
+                   "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "description":
+                                                  "Required when the instance has API keys (`flux keys add`)."}}},
+    "security": [{}, {"apiKey": []}],
 }
 
 

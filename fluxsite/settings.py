@@ -15,13 +15,21 @@ from pathlib import Path
 # 31 ms instead of 13 ms in a retrieval, measured at 10,000 grains).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from django.core.exceptions import ImproperlyConfigured
+
 from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS, SETTINGS
 from fluxsite.env import database_from_url, env_bool, env_str, env_value, sqlite_database
+from fluxsite.secret import SecretError, instance_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FLUX_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
+# The instance's folder is private: its database, secret, logs and config are the owner's alone.
+os.makedirs(DATA_DIR, mode=0o700, exist_ok=True)
 
-SECRET_KEY = env_str("SECRET_KEY", "flux-local-only-" + str(DATA_DIR))
+try:
+    SECRET_KEY = instance_secret(DATA_DIR, env_str("SECRET_KEY", ""))
+except SecretError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", DEFAULT_ALLOWED_HOSTS).split(",") if h]
 
@@ -55,8 +63,10 @@ MIDDLEWARE = [
 # The dashboard listener (fluxsite.dashboard_asgi) serves its own, read-only URLs; every other process the REST API.
 DASHBOARD_LISTENER = env_str("FLUX_LISTENER", "") == "dashboard"
 ROOT_URLCONF = "dashboard.urls" if DASHBOARD_LISTENER else "fluxsite.urls"
-if DASHBOARD_LISTENER:
-    MIDDLEWARE = ["dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
+if DASHBOARD_LISTENER:  # a viewer beyond this machine needs the viewing token (dashboard/access.py); read-only
+    MIDDLEWARE = ["dashboard.access.ViewerMiddleware", "dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
+else:  # body size, JSON-only writes from no foreign web page, API keys (fluxsite/middleware.py)
+    MIDDLEWARE = ["fluxsite.middleware.RestGateMiddleware", *MIDDLEWARE]
 ASGI_APPLICATION = "fluxsite.asgi.application"
 WSGI_APPLICATION = "fluxsite.wsgi.application"
 
@@ -106,7 +116,8 @@ REST_FRAMEWORK = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact": {"()": "fluxsite.logs.RedactFilter"}},  # no token or query text in any line
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
 }
 
@@ -121,6 +132,17 @@ CACHES = {
 # Flux's own constants: defaults from fluxsite.defaults, overridden by the environment.
 FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
 
+# The admin's session: a cookie named for this instance (cookies are not tied to a port, so two instances on one
+# host never share one), ending when the browser closes or after ADMIN_SESSION_HOURS.
+_COOKIE_PREFIX = "flux_" + "".join(c if c.isalnum() else "_" for c in DATA_DIR.name.lower())[:40]
+SESSION_COOKIE_NAME = f"{_COOKIE_PREFIX}_session"
+CSRF_COOKIE_NAME = f"{_COOKIE_PREFIX}_csrftoken"
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+SESSION_COOKIE_AGE = max(60, int(float(FLUX["ADMIN_SESSION_HOURS"]) * 3600))
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Strict"
+# Bodies larger than this are refused with 413 before they are read (fluxsite/serve.py; here for other servers).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(FLUX["MAX_REQUEST_BYTES"])
+
 REDIS_URL = env_str("REDIS_URL", "")
 # Live dashboard events cross processes through the persisted activity log, which the dashboard process tails
 # (dashboard/relay.py); the channel layer only fans them out to the websockets of that one process.
@@ -131,4 +153,3 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {} if REDIS_URL else {"connect_args": {"timeou
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-os.makedirs(DATA_DIR, exist_ok=True)

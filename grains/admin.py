@@ -6,6 +6,7 @@ Changes go through the services (store, forget); here rows are read-only.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.template.response import TemplateResponse
@@ -232,3 +233,8 @@ class SourceAdmin(ReadOnlyAdmin):
 class ActivityEventAdmin(ReadOnlyAdmin):
     list_display = ("id", "kind", "payload", "created_at")
     list_filter = ("kind",)
+
+
+# Operators come in with `flux admin`'s one-time link: no password users or groups to manage, and none to add.
+admin.site.unregister(User)
+admin.site.unregister(Group)

@@ -1,14 +1,20 @@
-"""Caller identity: ``client:role``; a missing identity is ``anonymous:unknown``."""
+"""Caller identity: ``client:role``; a missing identity is ``anonymous:unknown``.
+
+An operator blocks a *client*: every role of it is refused (changing the role does not get around a block).
+Identities whose client starts with ``flux-`` are the service's own (the terminal admin, the dream cycle,
+the evaluation tools) and are refused from outside (REST headers, MCP tool arguments).
+"""
 from __future__ import annotations
 
 import re
 from datetime import datetime
 
-from grains.errors import CallerBlocked, InvalidInput
+from grains.errors import CallerBlocked, Forbidden, InvalidInput
 from grains.models import Caller, Role
 
 ANONYMOUS = ("anonymous", Role.UNKNOWN.value)
 CALLER_ROLES = [r.value for r in Role if r != Role.UNKNOWN]
+RESERVED_PREFIX = "flux-"
 _CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
 
 
@@ -36,19 +42,45 @@ def parse_caller(caller: str | None = None, *, client: str | None = None, role: 
     return client, role
 
 
+def refuse_reserved(identity: tuple[str, str]) -> tuple[str, str]:
+    """``identity`` unless it is one of the service's own (``flux-*``): those are refused from outside."""
+    if identity[0].lower().startswith(RESERVED_PREFIX):
+        raise Forbidden(f"client names starting with {RESERVED_PREFIX!r} are reserved for Flux Memory's own "
+                        f"processes; call as another client (e.g. 'codex')",
+                        details={"field": "client", "client": identity[0]}, code="reserved_identity")
+    return identity
+
+
+def caller_identity(caller: str | tuple[str, str] | Caller | None) -> tuple[str, str]:
+    if isinstance(caller, Caller):
+        return caller.client, caller.role
+    return caller if isinstance(caller, tuple) else parse_caller(caller)
+
+
 def caller_resolve(caller: str | tuple[str, str] | Caller | None, *, now: datetime) -> Caller:
     """The Caller row for ``caller`` (created on first use)."""
     if isinstance(caller, Caller):
         return caller
-    client, role = caller if isinstance(caller, tuple) else parse_caller(caller)
+    client, role = caller_identity(caller)
     row, _ = Caller.objects.get_or_create(client=client, role=role, defaults={"created_at": now})
     return row
 
 
+def caller_check(caller: str | tuple[str, str] | Caller | None) -> Caller | None:
+    """Read only: the caller's row if it has acted before (None if not); CallerBlocked if its client is blocked.
+
+    For the read side of an act (before a model or LLM call, on a read worker): it never writes.
+    """
+    client, role = caller_identity(caller)
+    rows = list(Caller.objects.filter(client=client))
+    blocked = next((r for r in rows if r.blocked), None)
+    if blocked is not None:
+        raise CallerBlocked(f"client {client!r} is blocked by an operator ({blocked.blocked_reason or 'no reason given'}); "
+                            "ask the memory's operator to unblock it", details={"caller": f"{client}:{role}"})
+    return next((r for r in rows if r.role == role), None)
+
+
 def caller_acting(caller: str | tuple[str, str] | Caller | None, *, now: datetime) -> Caller:
-    """``caller_resolve`` for a caller about to store, retrieve or rate: a blocked one is refused."""
-    who = caller_resolve(caller, now=now)
-    if who.blocked:
-        raise CallerBlocked(f"{who} is blocked by an operator ({who.blocked_reason or 'no reason given'}); "
-                            "ask the memory's operator to unblock it", details={"caller": str(who)})
-    return who
+    """The row of a caller about to store, retrieve, rate or relate (created on first use); a blocked client is
+    refused. It may write: call it on the writer."""
+    return caller_check(caller) or caller_resolve(caller, now=now)

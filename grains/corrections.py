@@ -67,13 +67,16 @@ def grain_confidence_set(*, grain_id: int, confidence: float, reason: str, actor
 
 def caller_block_set(*, caller: str | Caller, blocked: bool, reason: str, actor: str | Caller,
                      now: datetime | None = None) -> Caller:
-    """Block a caller (refused on store, retrieve and feedback) or unblock it; audited."""
+    """Block a caller's client, every role of it (refused on store, retrieve, feedback and relations), or unblock
+    it; audited."""
     reason, now = require_reason(reason), now or timezone.now()
     with transaction.atomic():
         target, who = caller_resolve(caller, now=now), caller_resolve(actor, now=now)
         before = {"caller": str(target), "blocked": target.blocked}
-        target.blocked, target.blocked_reason = blocked, reason[:300] if blocked else ""
-        target.save(update_fields=["blocked", "blocked_reason"])
+        # A block is on the client: every role of it, so changing the role does not get around it.
+        Caller.objects.filter(client=target.client).update(blocked=blocked,
+                                                           blocked_reason=reason[:300] if blocked else "")
+        target.refresh_from_db(fields=["blocked", "blocked_reason"])
         audit_record(actor=str(who), action="caller_block" if blocked else "caller_unblock", grain_id=None,
                      reason=reason, now=now, before=before, after={"caller": str(target), "blocked": blocked})
     return target

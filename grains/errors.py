@@ -55,6 +55,25 @@ class CallerBlocked(FluxError):
     status = 403
 
 
+class Forbidden(FluxError):
+    """The caller may not do this (another caller's trace, a reserved identity, an operator's purge)."""
+
+    code = "forbidden"
+    status = 403
+
+
+class Unauthorized(FluxError):
+    """API keys are on and the request carries no valid one."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class TooLarge(FluxError):
+    code = "too_large"
+    status = 413
+
+
 class Overloaded(FluxError):
     code = "overloaded"
     status = 503

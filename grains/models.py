@@ -122,8 +122,12 @@ class Tombstone(models.Model):
     superseded_by = models.BigIntegerField(
         null=True, blank=True, help_text="Id of the grain that superseded the forgotten one, so chains still resolve.")
     restore_data = models.JSONField(null=True, blank=True,
-                                    help_text="The grain, its conduits and confidence history, for a restore.")
+                                    help_text="The grain, its conduits and confidence history, for a restore "
+                                              "(cleared with the preview when the restore window ends).")
     restorable_until = models.DateTimeField(null=True, blank=True)
+    by_operator = models.BooleanField(
+        default=False, help_text="An operator's purge: only an operator's restore lifts it (a caller's forgetting "
+                                 "can be undone by the caller storing the content again with restore).")
 
     def __str__(self) -> str:
         return f"tombstone of #{self.grain_id} ({self.reason})"
@@ -190,3 +194,34 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} of #{self.grain_id} by {self.actor}"
+
+
+class Lock(models.Model):
+    """A lock shared by every process of the instance (a dream run, a clustering): held while its row exists
+    and has not expired; taken by inserting the row, so two takers never both succeed."""
+
+    name = models.CharField(max_length=64, unique=True)
+    holder = models.CharField(max_length=120)
+    acquired_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.holder} since {self.acquired_at:%Y-%m-%d %H:%M:%S}"
+
+
+class RateCount(models.Model):
+    """How much of a limit a key used in one window (the grains-per-minute counter when there is no Redis)."""
+
+    name = models.CharField(max_length=200)
+    slot = models.BigIntegerField(help_text="The window's number: seconds since the epoch // window length.")
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "slot"], name="rate_count_name_slot")]
+
+
+class LoginLinkUse(models.Model):
+    """A used one-time admin login link: its nonce, unique, so the same link never logs in twice."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    used_at = models.DateTimeField()

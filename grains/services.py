@@ -14,17 +14,18 @@ from django.utils.dateparse import parse_datetime
 
 from fluxsite.conf import flux_setting as S
 from grains.activity import activity_record, activity_record_many
-from grains.callers import caller_acting, caller_resolve
+from grains.callers import caller_acting, caller_check
 from grains.content import content_hash, normalise
+from grains.audit import audit_record
 from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, Tombstoned
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.limits import grains_rate_slot
+from grains.limits import grains_rate_check, grains_rate_slot
 from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 from grains.tombstones import grain_forget  # noqa: F401 - part of this module's interface
 from vitals.counters import tally
-from epistemic.services import relations_detect
+from epistemic.services import relations_find, relations_record
 from graph.semantic import embed, vectors_save
 from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
@@ -136,27 +137,41 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
     details = {"tombstone_id": tomb.pk, "forgotten_grain_id": tomb.grain_id, "reason": tomb.reason}
     if index is not None:
         details["index"] = index
+    where = f"item {index}: " if index is not None else ""
+    if tomb.by_operator:
+        return Tombstoned(f"{where}this content was purged by an operator ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; "
+                          "only an operator can restore it (flux admin restore)", details=details)
     return Tombstoned(
-        f"{'item %d: ' % index if index is not None else ''}this content was forgotten ({tomb.reason}) on "
-        f"{tomb.created_at:%Y-%m-%d}; store it again with restore set to true to bring it back",
-        details=details,
-    )
+        f"{where}this content was forgotten ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; store it again with "
+        "restore set to true to bring it back", details=details)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What the write of a store did: the results in item order, and the new grains with their lexical
+    neighbours (for the relation rules, run after the write)."""
+
+    results: list[StoreResult]
+    new: list[Grain]
+    near: dict[int, list[tuple[int, float]]]
 
 
 def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool,
-               source: Source | None = None, vectors: dict[str, bytes] | None = None) -> list[StoreResult]:
+               source: Source | None = None, vectors: dict[str, bytes] | None = None) -> _Stored:
     """Store ``items`` in order inside the caller's transaction: two lookups, then bulk inserts.
 
     Known content is corroborated (also a repeat within the batch); tombstoned
-    content raises before anything is written unless the item asks to restore.
-    ``vectors`` (content hash -> embedding) are kept for the new grains.
+    content raises before anything is written unless the item asks to restore
+    and the tombstone is a caller's forgetting (an operator's purge is lifted
+    only by an operator's restore). ``vectors`` (content hash -> embedding)
+    are kept for the new grains.
     """
     hashes = [item.content_hash for item in items]
     known = {g.content_hash: g for g in Grain.objects.filter(content_hash__in=hashes)}
     tombs = {t.content_hash: t for t in Tombstone.objects.filter(content_hash__in=hashes)}
     new: list[Grain] = []
     plan: list[tuple[Grain, bool]] = []  # (grain, created), in item order
-    restored: set[str] = set()
+    restored: dict[str, Tombstone] = {}
     for index, item in enumerate(items):
         grain = known.get(item.content_hash)
         if grain is not None:
@@ -164,9 +179,9 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
             continue
         tomb = tombs.get(item.content_hash)
         if tomb is not None:
-            if not item.restore:
+            if not item.restore or tomb.by_operator:
                 raise _tombstoned(tomb, None if single else index)
-            restored.add(item.content_hash)
+            restored[item.content_hash] = tomb
         grain = Grain(content=item.content, content_hash=item.content_hash, provenance=item.provenance,
                       confidence=_prior(item.provenance), weight=S("INITIAL_GRAIN_WEIGHT"), context=item.context,
                       occurred_at=item.occurred_at, created_at=now, last_accessed_at=now, last_decayed_at=now,
@@ -177,13 +192,16 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
     if restored:
         Tombstone.objects.filter(content_hash__in=restored).delete()
     Grain.objects.bulk_create(new)
+    for content_hash, tomb in restored.items():
+        audit_record(actor=str(caller), action="restore_by_store", grain_id=known[content_hash].pk, now=now,
+                     reason=f"stored again with restore by {caller}", before={"tombstone_id": tomb.pk,
+                     "forgotten_grain_id": tomb.grain_id, "content_hash": content_hash}, after={"new_grain": True})
     if vectors:
         vectors_save(new, [vectors[g.content_hash] for g in new])
     ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
                                                          reason=f"prior:{g.provenance}", created_at=now) for g in new])
     near = lexical_neighbours(new, limit=max(S("STORE_LINK_NEIGHBOURS"), S("EPISTEMIC_CANDIDATES")))
     linked = conduits_link_new_grains(new, lexical=near, now=now)
-    relations_detect(new, near, now=now)
     tally({"stored": len(new), "stored_unlinked": sum(1 for g in new if not linked.get(g.pk))}, now=now)
     activity_record_many([("grains.grain_stored", {
         "grain_id": g.pk, "provenance": g.provenance, "caller": str(caller), "linked": linked.get(g.pk, 0),
@@ -193,7 +211,7 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
         if not created:
             grain = _corroborate(grain, caller, now)
         results.append(StoreResult(grain, created=created, restored=created and grain.content_hash in restored))
-    return results
+    return _Stored(results, new, near)
 
 
 def grain_store(
@@ -210,10 +228,11 @@ def grain_store(
 ) -> StoreResult:
     """Store one grain, or corroborate the existing grain with the same content.
 
-    Tombstoned content is refused (Tombstoned) unless ``restore``. A new grain
-    is linked to its lexical neighbours and to the previous grains of its
-    context. With ``rate_limit`` the grain counts against the caller's
-    MAX_GRAINS_PER_MINUTE. Nothing is written when an error is raised.
+    Tombstoned content is refused (Tombstoned) unless ``restore`` and the
+    tombstone is a caller's forgetting (audited). A new grain is linked to its
+    lexical neighbours and to the previous grains of its context. With
+    ``rate_limit`` the grain counts against the caller's MAX_GRAINS_PER_MINUTE.
+    Nothing is written when an error is raised.
     """
     raw = {"content": content, "provenance": provenance, "context": context,
            "occurred_at": occurred_at, "restore": restore}
@@ -221,19 +240,7 @@ def grain_store(
                              _single=True)[0]
 
 
-def grain_store_batch(
-    *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
-    source: Source | None = None, run_write: Callable[[Callable[[], T]], T] | None = None,
-    now: datetime | None = None, _single: bool = False,
-) -> list[StoreResult]:
-    """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
-
-    A bad item fails the whole batch with its index in the error details; with
-    ``rate_limit`` the batch counts len(items) against MAX_GRAINS_PER_MINUTE.
-    Items are checked and embedded (semantic entry on) here; the writes run
-    by ``run_write`` when given (the booth's writer), so the model never holds
-    up the write queue.
-    """
+def _checked_items(items: Sequence[Mapping], single: bool) -> list[StoreItem]:
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
     if not items:
@@ -244,19 +251,61 @@ def grain_store_batch(
             f"{len(items)} items in one batch; the limit is {cap} (MAX_GRAINS_PER_CALL): split the batch",
             details={"field": "items", "count": len(items), "limit": cap},
         )
-    checked = [store_item_validate(raw, None if _single else index) for index, raw in enumerate(items)]
-    now = now or timezone.now()
+    return [store_item_validate(raw, None if single else index) for index, raw in enumerate(items)]
+
+
+def grain_store_batch(
+    *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
+    run_write: Callable[[Callable[[], T]], T] | None = None,
+    now: datetime | None = None, _single: bool = False,
+) -> list[StoreResult]:
+    """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
+
+    A bad item fails the whole batch with its index in the error details; with
+    ``rate_limit`` the batch counts len(items) against MAX_GRAINS_PER_MINUTE.
+    """
+    checked = _checked_items(items, _single)
+    return _store(checked, caller, rate_limit=rate_limit, run_write=run_write, now=now or timezone.now(),
+                  single=_single)[0]
+
+
+def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit: bool,
+           run_write: Callable[[Callable[[], T]], T] | None, now: datetime, single: bool,
+           source_text: str | None = None) -> tuple[list[StoreResult], Source | None]:
+    """The one path of every store: checks, then the model, then the write, then the relation rules.
+
+    Before anything slow: a blocked client and an exhausted rate limit are
+    refused (read only). The items are embedded (semantic entry on) outside
+    the write. The write (by ``run_write`` when given: the booth's writer)
+    creates the source (``source_text``, flux_extracts), the grains, their
+    conduits, and takes the rate limit in the same transaction. The relation
+    rules then compare the new grains with their neighbours outside it, and
+    what they find is recorded in a second short write.
+    """
+    write = run_write or _inline
+    caller_check(caller)
+    if rate_limit:
+        grains_rate_check(caller, len(checked))
     embedded = embed([item.content for item in checked])
     vectors = dict(zip((item.content_hash for item in checked), embedded)) if embedded else None
 
-    def write() -> list[StoreResult]:
+    def store() -> tuple[_Stored, Source | None]:
         who = caller_acting(caller, now=now)
-        with grains_rate_slot(who, len(checked)) if rate_limit else nullcontext(), transaction.atomic():
-            results = _store_all(checked, who, now, _single, source, vectors)
-            Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(results))
-            return results
+        with transaction.atomic(), grains_rate_slot(who, len(checked)) if rate_limit else nullcontext():
+            source = Source.objects.create(text=source_text, caller=who, created_at=now) if source_text else None
+            stored = _store_all(checked, who, now, single, source, vectors)
+            Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(stored.results))
+            return stored, source
 
-    return run_write(write) if run_write else write()
+    stored, source = write(store)
+    found = relations_find(stored.new, stored.near)
+    if found:
+        write(lambda: relations_record(found, now=now))
+    return stored.results, source
+
+
+def _inline(fn: Callable[[], T]) -> T:
+    return fn()
 
 
 @dataclass(frozen=True)
@@ -279,16 +328,19 @@ def grain_extract(
 ) -> ExtractResult:
     """flux_extracts: store the atomic facts an LLM finds in ``text`` as ai_inferred grains linked to it.
 
-    The LLM is asked outside any transaction; then the source and its grains
-    are written in one (by ``run_write`` when given). When the LLM fails,
-    LLMUnavailable / LLMBadAnswer is raised and nothing is written, unless
-    EXTRACT_FALLBACK is caller_extracts: then ``text`` is stored as given, with
-    a warning in the result.
+    A blocked client or an exhausted rate limit is refused before the LLM is
+    asked. The LLM is asked outside any transaction; then the source and its
+    grains are written in one (by ``run_write`` when given). When the LLM
+    fails, LLMUnavailable / LLMBadAnswer is raised and nothing is written,
+    unless EXTRACT_FALLBACK is caller_extracts: then ``text`` is stored as
+    given, with a warning in the result.
     """
     raw = {"content": text, "provenance": provenance, "context": context, "occurred_at": occurred_at}
     item = store_item_validate(raw)
     now = now or timezone.now()
-    write = run_write or (lambda fn: fn())
+    caller_check(caller)
+    if rate_limit:
+        grains_rate_check(caller, 1)
     try:
         answer = ollama_generate_json(extraction_prompt(item.content))
         facts = parse_facts(answer, max_facts=S("MAX_GRAINS_PER_CALL"), max_chars=S("MAX_CONTENT_CHARS"))
@@ -300,14 +352,8 @@ def grain_extract(
         return ExtractResult(None, [stored], warning=f"{error.message}; the text was stored as given")
     if not facts:
         return ExtractResult(None, [], warning="the LLM found no facts in the text; nothing was stored")
-    items = [{"content": f, "provenance": Provenance.AI_INFERRED.value, "context": item.context,
-              "occurred_at": item.occurred_at} for f in facts]
-
-    def store() -> ExtractResult:
-        with transaction.atomic():
-            who = caller_resolve(caller, now=now)
-            source = Source.objects.create(text=item.content, caller=who, created_at=now)
-            return ExtractResult(source, grain_store_batch(items=items, caller=who, rate_limit=rate_limit,
-                                                           source=source, now=now))
-
-    return write(store)
+    items = _checked_items([{"content": f, "provenance": Provenance.AI_INFERRED.value, "context": item.context,
+                             "occurred_at": item.occurred_at} for f in facts], single=False)
+    results, source = _store(items, caller, rate_limit=rate_limit, run_write=run_write, now=now, single=False,
+                             source_text=item.content)
+    return ExtractResult(source, results)

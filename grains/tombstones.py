@@ -3,8 +3,11 @@
 Purging (an operator) and forgetting (a caller) are one act: the grain, its
 conduits and its history go, a tombstone of its content hash stays (so the
 content is refused when stored again), and the tombstone keeps the grain
-exactly as it was for PURGE_RESTORE_WINDOW_HOURS, so a mistake can be undone.
-Every such act is an append-only audit entry: who, when, what, before, after, why.
+exactly as it was for PURGE_RESTORE_WINDOW_HOURS, so a mistake can be undone;
+after that only the hash remains. A purge is lifted only by an operator's
+restore; a caller's forgetting also by the caller storing the content again
+with restore. Every such act is an append-only audit entry: who, when, what
+(by content hash, never the content), before, after, why.
 """
 from __future__ import annotations
 
@@ -16,12 +19,15 @@ from django.utils import timezone
 
 from fluxsite.conf import flux_setting as S
 from graph.models import Cluster, Conduit
+from graph.services.traces import traces_scrub
 from grains.activity import activity_record
 from grains.audit import audit_record, plain, require_reason
 from grains.callers import caller_resolve
 from grains.errors import Conflict, NotFound
 from grains.models import Caller, ConfidenceEvent, Grain, Source, Tombstone
 from grains.validate import require_id
+
+SCRUBBED_SOURCE = "[removed: a grain extracted from this text was purged]"
 
 
 def _row(obj: Model) -> dict:
@@ -33,11 +39,16 @@ def _rebuilt(model: type[Model], row: dict) -> Model:
 
 
 def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None,
-                now: datetime | None = None) -> Tombstone:
-    """Delete a grain with its conduits and history, leaving a restorable tombstone; audited.
+                now: datetime | None = None, by_operator: bool = True) -> Tombstone:
+    """An operator deletes a grain with its conduits and history, leaving a restorable tombstone; audited.
 
     The tombstone keeps what superseded the grain, so grains it superseded still
-    find their current successor through it. Nothing is written when an error is raised.
+    find their current successor through it. Its restore data (and a preview) go
+    when the restore window ends (``tombstones_expire``); the audit entry keeps the
+    content hash and the reason, never the content; the queries of traces that
+    returned the grain and the source text it was extracted from are scrubbed now.
+    Only an operator's restore lifts the tombstone of a purge. Nothing is written
+    when an error is raised.
     """
     reason = require_reason(reason)
     now = now or timezone.now()
@@ -52,11 +63,15 @@ def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None
         tomb = Tombstone.objects.create(
             content_hash=grain.content_hash, grain_id=grain.pk, preview=grain.content[:120], reason=reason[:200],
             created_at=now, caller=who, superseded_by=grain.superseded_by, restore_data=kept,
-            restorable_until=now + timedelta(hours=S("PURGE_RESTORE_WINDOW_HOURS")))
+            restorable_until=now + timedelta(hours=S("PURGE_RESTORE_WINDOW_HOURS")), by_operator=by_operator)
+        traces_scrub(grain.pk)
+        if grain.source_id:
+            Source.objects.filter(pk=grain.source_id).update(text=SCRUBBED_SOURCE)
         grain.delete()
-        audit_record(actor=str(who), action="purge", grain_id=tomb.grain_id, reason=reason, now=now,
-                     before={"content": grain.content, "status": grain.status, "confidence": grain.confidence,
-                             "conduits": len(kept["conduits"])},
+        audit_record(actor=str(who), action="purge" if by_operator else "forget", grain_id=tomb.grain_id,
+                     reason=reason, now=now,
+                     before={"content_hash": grain.content_hash, "status": grain.status,
+                             "confidence": grain.confidence, "conduits": len(kept["conduits"])},
                      after={"tombstone_id": tomb.pk, "restorable_until": tomb.restorable_until})
         activity_record("grains.grain_forgotten", {"grain_id": tomb.grain_id, "reason": tomb.reason,
                                                    "by": str(who)}, now=now)
@@ -65,8 +80,19 @@ def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None
 
 def grain_forget(*, grain_id: int, reason: str, caller: str | Caller | None = None,
                  now: datetime | None = None) -> Tombstone:
-    """A caller forgets a grain: the same act as a purge, in the caller's name."""
-    return grain_purge(grain_id=grain_id, reason=reason, actor=caller, now=now)
+    """A caller forgets a grain: the same act as a purge, in the caller's name; the caller may bring the content
+    back by storing it again with restore."""
+    return grain_purge(grain_id=grain_id, reason=reason, actor=caller, now=now, by_operator=False)
+
+
+def tombstones_expire(*, now: datetime | None = None) -> int:
+    """Clear the restore data and preview of tombstones whose restore window has ended; how many were cleared.
+
+    What stays: the content hash (the content is still refused), the reason, who and when.
+    """
+    now = now or timezone.now()
+    return Tombstone.objects.filter(restorable_until__lt=now).filter(
+        Q(restore_data__isnull=False) | ~Q(preview="")).update(restore_data=None, preview="")
 
 
 def grain_restore(*, grain_id: int, reason: str, actor: str | Caller | None = None,
@@ -94,7 +120,7 @@ def grain_restore(*, grain_id: int, reason: str, actor: str | Caller | None = No
         grain = _put_back(tomb.restore_data)
         tomb.delete()
         audit_record(actor=str(who), action="restore", grain_id=grain.pk, reason=reason, now=now,
-                     before={"tombstone_id": tomb.pk}, after={"content": grain.content, "status": grain.status,
+                     before={"tombstone_id": tomb.pk}, after={"content_hash": grain.content_hash, "status": grain.status,
                                                               "conduits": grain.conduits_out.count()
                                                               + grain.conduits_in.count()})
         activity_record("grains.grain_restored", {"grain_id": grain.pk, "by": str(who)}, now=now)

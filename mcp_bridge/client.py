@@ -77,9 +77,11 @@ def start_command() -> str:
 class FluxClient:
     """Calls the Flux REST API; every method returns the decoded JSON answer or raises FluxServiceError."""
 
-    def __init__(self, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 api_key: str | None = None) -> None:
         self.base_url = (base_url or rest_base_url()).rstrip("/")
         self.timeout = timeout
+        self.api_key = flux_setting("API_KEY") if api_key is None else api_key
         # The service is local: never send its traffic through an HTTP(S)_PROXY from the environment.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -109,7 +111,10 @@ class FluxClient:
         """One HTTP call; the JSON object answered, or FluxServiceError with a message saying what to do."""
         url = self.base_url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=data, method=method, headers=_headers(data is not None, caller))
+        headers = _headers(data is not None, caller)
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
                 return self._decode(response.status, response.read())

@@ -94,7 +94,7 @@ def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, 
     port = free_port()
     log = data_dir / log_name
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+        proc = subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), app],
                                 cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -6,7 +6,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,9 +16,10 @@ from graph.models import Cluster
 from graph.policy import decay_policy
 from graph.selectors import active_graph, grain_texts
 from grains.activity import activity_record
+from grains.locks import exclusive
 from grains.models import Grain
 
-LOCK = "flux:cluster_rebuild"
+LOCK = "cluster_rebuild"
 WRITE_CHUNK = 2000
 
 
@@ -49,16 +49,14 @@ def cluster_rebuild(*, now: datetime | None = None) -> ClusterResult:
     with no community are removed (their grains' cluster is cleared). The
     graph is read without a transaction and written in short ones, so the
     REST service keeps writing meanwhile; grains stored during a run join a
-    cluster at the next run. One run at a time (a cache lock); a second
+    cluster at the next run. One run at a time (a lock shared by the instance's processes); a second
     concurrent call returns ``skipped``. Deterministic for a given graph.
     Cost: O(grains + conduits) in Python plus Louvain in C (seconds at 100,000 grains).
     """
-    if not cache.add(LOCK, 1, timeout=3600):
-        return ClusterResult(0, 0, 0, 0, 0, 0.0, skipped=True)
-    try:
+    with exclusive(LOCK, seconds=3600) as other:
+        if other is not None:
+            return ClusterResult(0, 0, 0, 0, 0, 0.0, skipped=True)
         return _rebuild(now or timezone.now())
-    finally:
-        cache.delete(LOCK)
 
 
 def _rebuild(now: datetime) -> ClusterResult:

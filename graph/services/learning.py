@@ -18,7 +18,7 @@ from grains.activity import activity_record
 from grains.bulk import bulk_set
 from grains.callers import caller_acting
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.errors import Conflict, InvalidInput, NotFound
+from grains.errors import Conflict, Forbidden, InvalidInput, NotFound
 from grains.models import Caller, Grain, Status, Tier
 from vitals.counters import tally
 
@@ -39,9 +39,13 @@ def feedback_accept(
     useful = require_bool(useful, "useful")
     now = now or timezone.now()
     with transaction.atomic():
-        trace = Trace.objects.filter(pk=trace_id).only("caller_id").first()
+        trace = Trace.objects.filter(pk=trace_id).select_related("caller").only("caller", "caller__client").first()
         if trace is None:
             raise NotFound(f"trace {trace_id} does not exist (it may have expired)", details={"trace_id": trace_id})
+        who = caller_acting(caller, now=now)
+        if trace.caller.client != who.client:
+            raise Forbidden(f"trace {trace_id} is another client's retrieval; rate only your own traces",
+                            details={"trace_id": trace_id}, code="not_your_trace")
         item = TraceItem.objects.filter(trace_id=trace_id, grain_id=grain_id).first()
         if item is None:
             raise InvalidInput(
@@ -56,7 +60,7 @@ def feedback_accept(
                 f"grain {grain_id} of trace {trace_id} was already rated useful={existing.useful}",
                 details={"trace_id": trace_id, "grain_id": grain_id, "useful": existing.useful},
             )
-        feedback = Feedback.objects.create(item=item, useful=useful, caller=caller_acting(caller, now=now),
+        feedback = Feedback.objects.create(item=item, useful=useful, caller=who,
                                            created_at=now)
         Caller.objects.filter(pk=trace.caller_id).update(rated=F("rated") + 1)
     return feedback, True

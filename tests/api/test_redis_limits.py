@@ -33,5 +33,5 @@ def test_the_limit_is_shared_by_two_server_processes(tmp_path):
             assert store_batch(second, 500, 1) == 429  # the 501st grain of the minute, in the other process
             assert store_batch(first, 501, 1) == 429
         counters = redis.Redis.from_url(redis_url)
-        keys = list(counters.scan_iter("*grains-per-minute:busy:chat:*"))
+        keys = list(counters.scan_iter("*grains-per-minute:busy:*"))  # per client, every role
         assert len(keys) == 1 and int(counters.get(keys[0])) == 500  # the count lives in Redis

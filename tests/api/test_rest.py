@@ -171,14 +171,17 @@ def test_bad_retrieve_bodies(api, body, field):
 def test_feedback_is_accepted_at_once_and_applied_in_the_background(api):
     result = _store_and_retrieve(api)
     top = result["grains"][0]["id"]
-    response = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    response = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True},
+                        caller="agent:chat")
     assert response.status_code == 202 and response.json()["status"] == "accepted"
     get_booth().drain()
     assert Feedback.objects.get().applied_at is not None
     assert Grain.objects.get(pk=top).useful_count == 1
-    again = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    again = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True},
+                     caller="agent:chat")
     assert again.status_code == 202 and again.json()["status"] == "already_recorded"
-    flip = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": False})
+    flip = api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": False},
+                    caller="agent:chat")
     assert flip.status_code == 409 and error_of(flip)["code"] == "conflict"
 
 
@@ -191,7 +194,7 @@ def test_feedback_is_accepted_at_once_and_applied_in_the_background(api):
 def test_bad_feedback(api, change, status, code):
     result = _store_and_retrieve(api)
     body = {"trace_id": result["trace_id"], "grain_id": result["grains"][0]["id"], "useful": True, **change}
-    response = api.post("/feedback", body)
+    response = api.post("/feedback", body, caller="agent:chat")
     assert response.status_code == status and error_of(response)["code"] == code
     assert not Feedback.objects.exists()
 
@@ -252,13 +255,13 @@ def test_grain_listing_filters_and_pages(api):
 def test_grain_detail_has_conduits_confidence_history_and_traces(api):
     result = _store_and_retrieve(api)
     top = result["grains"][0]["id"]
-    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True})
+    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": top, "useful": True}, caller="agent:chat")
     get_booth().drain()  # feedback is applied in the background: first, as in the history below
     api.post("/store", {"content": "Kai drinks oat milk"}, caller="other:chat")
     detail = api.get(f"/grains/{top}").json()
     assert detail["conduits"] and detail["conduits"][0]["kind"] == "association"
     history = [(h["reason"], h["caller_name"]) for h in detail["confidence_history"]]
-    assert history == [("prior:ai_stated", None), ("useful", "tester:test"), ("corroborated", "other:chat")]
+    assert history == [("prior:ai_stated", None), ("useful", "agent:chat"), ("corroborated", "other:chat")]
     assert detail["traces"][0]["trace_id"] == result["trace_id"] and detail["traces"][0]["useful"] is True
     assert api.get("/grains/424242").status_code == 404
     assert api.get("/traces/424242").status_code == 404
@@ -266,7 +269,8 @@ def test_grain_detail_has_conduits_confidence_history_and_traces(api):
 
 def test_callers_show_counts_and_feedback_compliance(api):
     result = _store_and_retrieve(api, caller="agent:chat")
-    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": result["grains"][0]["id"], "useful": True})
+    api.post("/feedback", {"trace_id": result["trace_id"], "grain_id": result["grains"][0]["id"], "useful": True},
+             caller="agent:chat")
     callers = {f"{c['client']}:{c['role']}": c for c in api.get("/callers").json()["callers"]}
     agent = callers["agent:chat"]
     assert (agent["retrievals"], agent["returned"], agent["rated"]) == (1, len(result["grains"]), 1)
@@ -355,7 +359,7 @@ def test_clusters_and_dreams_over_rest(api):
     clusters = api.get("/clusters").json()["clusters"]
     assert len(clusters) == 1 and clusters[0]["size"] == 4
     assert clusters[0]["terms"] and clusters[0]["label"] == " / ".join(clusters[0]["terms"])
-    ran = api.client.post("/dreams/run")  # no body needed
+    ran = api.post("/dreams/run", {})  # a JSON body (empty), like every write
     assert ran.status_code == 200 and len(ran.json()["accepted"]) == 1
     assert api.post("/dreams/run", {}).json() == {"candidates": 0, "accepted": [], "rejected": [], "error": ""}
     dreams = api.get("/dreams", status="accepted").json()["dreams"]
@@ -371,7 +375,7 @@ def test_health_lists_every_signal_and_its_history(api):
     assert len(health["signals"]) == 14 and health["last_snapshot"] is None and health["warnings"] == []
     hops = next(s for s in health["signals"] if s["name"] == "avg_hops_per_retrieval")
     assert set(hops) >= {"value", "low", "high", "state", "severity", "suggestion", "window_days", "measures"}
-    taken = api.client.post("/health/snapshot")
+    taken = api.post("/health/snapshot", {})
     assert taken.status_code == 200 and taken.json()["status"] in ("ok", "warn", "critical")
     history = api.get("/health/history", signal="avg_hops_per_retrieval").json()["history"]
     assert len(history) == 1 and history[0]["value"] == hops["value"]

@@ -263,6 +263,8 @@ def test_broadcast_opens_only_the_dashboard_to_the_lan(tmp_path):
     assert plan["rest"].argv[-5:] == ["-b", "127.0.0.1", "-p", "8001", "fluxsite.asgi:application"]
     quiet = {s.name: s for s in processes.services(instance)}
     assert quiet["dashboard"].argv[-4] == "127.0.0.1"
-    hosts = processes._environ(instance, plan["dashboard"], broadcast=True)["ALLOWED_HOSTS"].split(",")
-    assert socket.gethostname() in hosts and "127.0.0.1" in hosts
-    assert "ALLOWED_HOSTS" not in processes._environ(instance, plan["rest"], broadcast=True)
+    board = processes._environ(instance, plan["dashboard"], broadcast=True, view_token="t0ken")
+    hosts = board["ALLOWED_HOSTS"].split(",")
+    assert socket.gethostname() in hosts and "127.0.0.1" in hosts and board["FLUX_VIEW_TOKEN"] == "t0ken"
+    rest = processes._environ(instance, plan["rest"], broadcast=True, view_token="t0ken")
+    assert "ALLOWED_HOSTS" not in rest and "FLUX_VIEW_TOKEN" not in rest

@@ -1,0 +1,93 @@
+"""Run a Flux listener under daphne, with what daphne lacks: ``python -m fluxsite.serve -b HOST -p PORT APP``.
+
+- Bodies over MAX_REQUEST_BYTES are answered 413 (JSON, the project's error contract) as soon as their length
+  is known, and the connection closed: the body is never read in full (daphne itself would buffer all of it
+  before calling the application).
+- The access log keeps no secrets: query strings (dashboard searches, the viewing token) and the token of an
+  admin login link are cut from every line.
+- The REST API refuses to listen beyond loopback unless API keys are configured.
+
+Everything else is daphne's command line, unchanged.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import daphne.access
+import daphne.cli
+import daphne.http_protocol
+
+from fluxsite.defaults import DEFAULTS
+from fluxsite.env import env_value
+from fluxsite.keys import open_rest_refusal
+from fluxsite.logs import redact
+
+class RedactedAccessLog(daphne.access.AccessLogGenerator):
+    def write_entry(self, host, date, request, status=None, length=None, ident=None, user=None):  # noqa: ANN001
+        super().write_entry(host, date, redact(request), status, length, ident, user)
+
+
+def _max_bytes() -> int:
+    return int(env_value("MAX_REQUEST_BYTES", DEFAULTS["MAX_REQUEST_BYTES"]))
+
+
+class LimitedWebRequest(daphne.http_protocol.WebRequest):
+    """daphne's request, refusing a body over MAX_REQUEST_BYTES before reading it (declared length or chunks)."""
+
+    _refused = False
+    _received = 0
+
+    def gotLength(self, length):  # noqa: ANN001, N802 - twisted's name
+        if length is not None and length > _max_bytes():
+            self._refuse(length)
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data):  # noqa: ANN001, N802
+        if self._refused:
+            return
+        self._received += len(data)
+        if self._received > _max_bytes():
+            self._refuse(self._received)
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command, path, version):  # noqa: ANN001, N802
+        if not self._refused:
+            super().requestReceived(command, path, version)
+
+    def _refuse(self, length: int) -> None:
+        self._refused = True
+        limit = _max_bytes()
+        body = json.dumps({"error": {"code": "too_large", "message": f"the body has {length} bytes or more; the limit "
+                                     f"is {limit} (MAX_REQUEST_BYTES): split a batch into smaller ones",
+                                     "details": {"limit": limit}}}).encode()
+        self.channel.transport.write(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        self.channel.transport.loseConnection()
+
+
+def _refusal(argv: list[str]) -> str | None:
+    if "fluxsite.asgi:application" not in argv or "-b" not in argv[:-1]:
+        return None
+    data_dir = Path(os.environ.get("FLUX_DATA_DIR") or Path(__file__).resolve().parent.parent / "var")
+    return open_rest_refusal(argv[argv.index("-b") + 1], str(env_value("API_KEYS", "")), data_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    why = _refusal(argv)
+    if why:
+        print(f"flux: {why}", file=sys.stderr)
+        return 2
+    daphne.cli.AccessLogGenerator = RedactedAccessLog
+    daphne.http_protocol.WebRequest = LimitedWebRequest
+    daphne.cli.CommandLineInterface().run(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

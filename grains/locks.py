@@ -1,0 +1,55 @@
+"""Locks shared by every process of an instance, in the database: one clustering, one dream run at a time.
+
+Taking a lock inserts its row (unique name), so of two takers at once exactly one succeeds, on SQLite and on
+PostgreSQL alike; a holder that died leaves a row that expires. Each take and release is its own short
+transaction.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from grains.models import Lock
+
+
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def lock_take(name: str, *, seconds: float, now: datetime | None = None) -> tuple[Lock, bool]:
+    """(the lock's row, whether this call took it); a row past its expiry is taken over."""
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            Lock.objects.filter(name=name, expires_at__lt=now).delete()
+            return Lock.objects.create(name=name, holder=_holder(), acquired_at=now,
+                                       expires_at=now + timedelta(seconds=seconds)), True
+    except IntegrityError:
+        held = Lock.objects.filter(name=name).first()
+        if held is None:  # released between the insert and this read: try once more
+            return lock_take(name, seconds=seconds, now=now)
+        return held, False
+
+
+def lock_release(lock: Lock) -> None:
+    Lock.objects.filter(pk=lock.pk, holder=lock.holder).delete()
+
+
+@contextmanager
+def exclusive(name: str, *, seconds: float) -> Iterator[Lock | None]:
+    """Hold ``name`` for the block: yields None when taken, or the other holder's row (the block should then
+    do nothing). Released at the end either way it ends."""
+    lock, taken = lock_take(name, seconds=seconds)
+    if not taken:
+        yield lock
+        return
+    try:
+        yield None
+    finally:
+        lock_release(lock)
