@@ -28,6 +28,8 @@ class Service:
     marker: str  # a word of its command line, so a recycled pid is never taken for it
 
 
+# A word of each service's command line, so a recycled pid is never taken for it.
+MARKERS = {"rest": "fluxsite.asgi", "dashboard": "fluxsite.dashboard_asgi", "worker": "celery"}
 BROADCAST_HOST = "0.0.0.0"
 VIEW_TOKEN_ENV = "FLUX_VIEW_TOKEN"  # read by dashboard/access.py
 SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
@@ -40,12 +42,12 @@ def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
     dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
     return [
         Service("rest", [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")),
-                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], "fluxsite.asgi"),
+                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], MARKERS["rest"]),
         Service("dashboard", [python(), "-m", "fluxsite.serve", "-b", dashboard_host, "-p",
                               str(instance.setting("DASHBOARD_PORT")), "fluxsite.dashboard_asgi:application"],
-                "fluxsite.dashboard_asgi"),
+                MARKERS["dashboard"]),
         Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
-                           "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], "celery"),
+                           "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], MARKERS["worker"]),
     ]
 
 
@@ -76,23 +78,28 @@ def _pid_file(instance: Instance, service: Service) -> Path:
     return instance.run_dir / f"{service.name}.pid"
 
 
-def running_pid(instance: Instance, service: Service) -> int | None:
-    """The pid of the service if its pid file names a live process that is it; stale files are removed."""
-    path = _pid_file(instance, service)
+def _live_pid(path: Path, marker: str) -> int | None:
+    """The pid in ``path`` if it names a live process whose command line has ``marker``; a stale file is removed."""
     try:
         pid = int(path.read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except (OSError, ValueError):
         path.unlink(missing_ok=True)
         return None
-    if service.marker not in cmdline:
+    if marker not in cmdline:
         path.unlink(missing_ok=True)
         return None
     return pid
 
 
+def running_in(folder: Path) -> dict[str, int]:
+    """The services running on the instance in ``folder``, by their pid files (no config needed)."""
+    return {name: pid for name, marker in MARKERS.items()
+            if (pid := _live_pid(folder / "run" / f"{name}.pid", marker)) is not None}
+
+
 def running(instance: Instance) -> dict[str, int]:
-    return {s.name: pid for s in services(instance) if (pid := running_pid(instance, s)) is not None}
+    return running_in(instance.path)
 
 
 def check_port_free(host: str, port: int, key: str, instance: Instance) -> None:

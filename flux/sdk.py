@@ -1,32 +1,205 @@
-"""In-process Python SDK: the Flux services for scripts and tests, in a few lines.
+"""The Python SDK. ``Flux.connect`` talks to a running service over its REST API (what agents and apps use);
+``Flux.embedded`` runs the services inside this process, for scripts and tests, and refuses an instance whose
+service is running. Both have the same methods and return the same types.
 
     from flux.sdk import Flux
-    mem = Flux.open("~/.flux/my-memory", caller="my-script:system")
+    mem = Flux.connect("my-memory", caller="my-agent:chat")      # an instance by name, or a URL
     gid = mem.store("Paris is the capital of France", provenance="user_stated")
     found = mem.retrieve("French capital")
     mem.feedback(found.trace_id, found.grains[0].id, useful=True)
+
+``AsyncFlux.connect`` is the same client for async code.
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+from flux.client import DEFAULT_TIMEOUT, RestClient
+from graph.results import RetrieveResult
+
+URL_ENV, KEY_ENV = "FLUX_URL", "FLUX_API_KEY"
+
+
+def _caller(caller: str | None) -> tuple[str, str] | None:
+    """"client:role" as the header pair; the service checks it."""
+    if caller is None:
+        return None
+    client, _, role = caller.partition(":")
+    return client, role
+
+
+def _when(value: datetime | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _first_id(answer: dict[str, Any]) -> int | None:
+    """The stored grain's id; in flux_extracts mode the first extracted grain's (None if none was found)."""
+    if "grain" in answer:
+        return answer["grain"]["id"]
+    items = answer.get("items") or []
+    return items[0]["grain"]["id"] if items else None
+
+
+def resolve(name_or_url: str | None, api_key: str | None) -> tuple[str, str | None, str]:
+    """(base URL, API key, how to start it) for an instance name, a URL, or FLUX_URL / FLUX_API_KEY."""
+    from flux.instance import Instance, InstanceError
+
+    target = name_or_url or os.environ.get(URL_ENV)
+    if not target:
+        raise InstanceError(f"say which Flux Memory to connect to: an instance name, a URL, or {URL_ENV} in the "
+                            "environment")
+    if target.startswith(("http://", "https://")):
+        return target, api_key or os.environ.get(KEY_ENV) or None, "the service at that URL"
+    instance = Instance.existing(target)
+    key = api_key or str(instance.setting("API_KEY") or "") or os.environ.get(KEY_ENV) or None
+    return instance.rest_url(), key, f"`flux start --name {target}`"
 
 
 class Flux:
-    """Store, retrieve and rate grains of one instance, calling the services directly."""
+    """A client of a running Flux Memory service (see ``connect``)."""
+
+    def __init__(self, client: RestClient, caller: str | None = None) -> None:
+        self.client, self.caller = client, caller
+        self._who = _caller(caller)
+
+    @classmethod
+    def connect(cls, name_or_url: str | None = None, *, api_key: str | None = None, caller: str | None = None,
+                timeout: float = DEFAULT_TIMEOUT, retries: int = 3) -> Flux:
+        """Connect to an instance by name (its ``config.yaml`` gives host, port and API_KEY), to a URL, or to
+        FLUX_URL (with FLUX_API_KEY). Nothing is sent until the first call."""
+        url, key, hint = resolve(name_or_url, api_key)
+        return cls(RestClient(url, api_key=key, timeout=timeout, retries=retries, start_hint=hint,
+                              user_agent="flux-sdk"), caller)
+
+    @staticmethod
+    def embedded(data_dir: str | os.PathLike | None = None, *, caller: str | None = None) -> EmbeddedFlux:
+        """The services in this process, on the instance in ``data_dir`` (scripts, tests); see EmbeddedFlux."""
+        return EmbeddedFlux.open(data_dir, caller=caller)
+
+    def __enter__(self) -> Flux:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self.client.post(path, body, caller=self._who)
+
+    def _get(self, path: str, **query: Any) -> dict[str, Any]:
+        return self.client.get(path, query=query, caller=self._who)
+
+    def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
+              occurred_at: datetime | str | None = None, restore: bool = False) -> int | None:
+        body = {"content": content, "provenance": provenance, "context": context,
+                "occurred_at": _when(occurred_at), "restore": restore}
+        return _first_id(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)}))
+
+    def store_batch(self, items: Sequence[Mapping]) -> list[int]:
+        items = [{**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item)
+                 for item in items]
+        return [r["grain"]["id"] for r in self._post("/store/batch", {"items": items})["items"]]
+
+    def retrieve(self, query: str, *, limit: int | None = None, include_quarantined: bool = False) -> RetrieveResult:
+        body: dict[str, Any] = {"query": query, "include_quarantined": include_quarantined}
+        if limit is not None:
+            body["limit"] = limit
+        return RetrieveResult.from_dict(self._post("/retrieve", body))
+
+    def feedback(self, trace_id: int, grain_id: int, *, useful: bool) -> None:
+        self._post("/feedback", {"trace_id": trace_id, "grain_id": grain_id, "useful": useful})
+
+    def grains(self, *, status: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
+        return self._get("/grains", status=status, limit=limit, offset=offset)["grains"]
+
+    def grain(self, grain_id: int) -> dict:
+        """A grain's dossier: conduits, confidence history (why it is believed), traces."""
+        return self._get(f"/grains/{int(grain_id)}")
+
+    def relate(self, source_id: int, kind: str, target_id: int, *, note: str = "") -> int:
+        """Assert ``source kind target``: supports, contradicts, supersedes (source is newer) or caused_by
+        (source is the effect). Returns the relation's conduit id."""
+        body = {"source_id": source_id, "target_id": target_id, "kind": kind, **({"note": note} if note else {})}
+        return self._post("/relations", body)["relation"]["id"]
+
+    def relations(self, *, kind: str | None = None, grain_id: int | None = None, limit: int = 50) -> list[dict]:
+        return self._get("/relations", kind=kind, grain_id=grain_id, limit=limit)["relations"]
+
+    def clusters(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
+        return self._get("/clusters", limit=limit, offset=offset)["clusters"]
+
+    def dreams(self, *, status: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
+        return self._get("/dreams", status=status, limit=limit, offset=offset)["dreams"]
+
+    def dream_run(self) -> dict:
+        """Run the dream cycle now: candidates, accepted and rejected dream ids."""
+        return self._post("/dreams/run", {})
+
+    def health(self) -> dict:
+        return self._get("/health")
+
+
+class AsyncFlux:
+    """``Flux`` for async code: the same methods, awaitable; each call runs in a worker thread over its own
+    keep-alive connection, so the event loop never blocks on the network."""
+
+    def __init__(self, sync: Flux) -> None:
+        self.sync = sync
+
+    @classmethod
+    def connect(cls, name_or_url: str | None = None, **kwargs: Any) -> AsyncFlux:
+        return cls(Flux.connect(name_or_url, **kwargs))
+
+    async def __aenter__(self) -> AsyncFlux:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.sync.close()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.sync, name)
+        if name.startswith("_") or not callable(method):
+            return method
+
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call
+
+
+class EmbeddedFlux:
+    """The Flux services called in this process: for scripts, notebooks and tests, on an instance no service
+    is running on (a second writer beside a running service would bypass its write queue, rate limits and
+    keys). Same methods and types as ``Flux``, plus ``forget``."""
 
     def __init__(self, caller: str | None = None) -> None:
         self.caller = caller
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike | None = None, *, caller: str | None = None) -> Flux:
-        """Set up Django on the instance in ``data_dir`` (default FLUX_DATA_DIR), migrated, and connect."""
+    def open(cls, data_dir: str | os.PathLike | None = None, *, caller: str | None = None) -> EmbeddedFlux:
+        """Set up Django on the instance in ``data_dir`` (default FLUX_DATA_DIR), migrated."""
         import django
         from django.conf import settings
 
+        from flux.instance import InstanceError
+        from flux.processes import running_in
+
         wanted = str(Path(data_dir).expanduser()) if data_dir is not None else None
+        folder = Path(wanted or os.environ.get("FLUX_DATA_DIR") or Path(__file__).resolve().parent.parent / "var")
+        serving = running_in(folder)
+        if serving:
+            raise InstanceError(f"the service of the instance in {folder} is running ({', '.join(serving)}): use "
+                                f"Flux.connect({folder.name!r}) to talk to it, or stop it first "
+                                f"(flux stop --name {folder.name})")
         if settings.configured and wanted and Path(settings.DATA_DIR) != Path(wanted):
             raise RuntimeError(f"this process already uses the instance in {settings.DATA_DIR}; "
                                "open one instance per process")
@@ -40,18 +213,18 @@ class Flux:
         return cls(caller)
 
     def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
-              occurred_at: datetime | str | None = None) -> int:
+              occurred_at: datetime | str | None = None, restore: bool = False) -> int:
         from grains.services import grain_store
 
         return grain_store(content=content, provenance=provenance, context=context, occurred_at=occurred_at,
-                           caller=self.caller).grain.pk
+                           restore=restore, caller=self.caller).grain.pk
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         from grains.services import grain_store_batch
 
         return [r.grain.pk for r in grain_store_batch(items=items, caller=self.caller)]
 
-    def retrieve(self, query: str, *, limit: int | None = None, include_quarantined: bool = False):  # noqa: ANN201
+    def retrieve(self, query: str, *, limit: int | None = None, include_quarantined: bool = False) -> RetrieveResult:
         from graph.services import grain_retrieve
 
         return grain_retrieve(query=query, limit=limit, include_quarantined=include_quarantined, caller=self.caller)
@@ -71,9 +244,13 @@ class Flux:
 
         return grain_list(status=status, limit=limit, offset=offset)
 
+    def grain(self, grain_id: int) -> dict:
+        """A grain's dossier: conduits, confidence history (why it is believed), traces."""
+        from grains.selectors import grain_detail
+
+        return grain_detail(grain_id)
+
     def relate(self, source_id: int, kind: str, target_id: int, *, note: str = "") -> int:
-        """Assert ``source kind target``: supports, contradicts, supersedes (source is newer) or caused_by
-        (source is the effect). Returns the relation's conduit id."""
         from epistemic.services import relation_assert
 
         conduit, _ = relation_assert(source_id=source_id, target_id=target_id, kind=kind, note=note,
@@ -85,8 +262,24 @@ class Flux:
 
         return relation_list(kind=kind, grain_id=grain_id, limit=limit)
 
-    def grain(self, grain_id: int) -> dict:
-        """A grain's dossier: conduits, confidence history (why it is believed), traces."""
-        from grains.selectors import grain_detail
+    def clusters(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
+        from graph.selectors import cluster_list
 
-        return grain_detail(grain_id)
+        return cluster_list(limit=limit, offset=offset)
+
+    def dreams(self, *, status: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
+        from dreams.selectors import dream_list
+
+        return dream_list(status=status, limit=limit, offset=offset)
+
+    def dream_run(self) -> dict:
+        from dataclasses import asdict
+
+        from dreams.services import dream_run
+
+        return asdict(dream_run())
+
+    def health(self) -> dict:
+        from vitals.selectors import health_summary
+
+        return health_summary(write_depth=0)

@@ -148,7 +148,7 @@ SETTINGS: list[Setting] = [
     ),
     *_group(
         "access",
-        ("API_KEYS", "", "Comma-separated client:key pairs; with these (or keys added by `flux keys add`) every REST and MCP-over-HTTP call needs `Authorization: Bearer <key>` and the key decides the client."),
+        ("API_KEYS", "", "Comma-separated client:key pairs; with these (or keys added by `flux keys add`) every REST call (the MCP bridge's too) needs `Authorization: Bearer <key>` and the key decides the client."),
         ("API_KEY", "", "The key this instance's own clients send (the MCP bridge, `flux status`, the SDK's connect); written by `flux keys add --local`."),
         ("ADMIN_SESSION_HOURS", 8.0, "An admin session ends after this long, or when the browser closes."),
         ("MAX_REQUEST_BYTES", 4194304, "Largest request body accepted; a larger one is refused with 413 before it is read."),

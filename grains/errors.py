@@ -7,6 +7,7 @@ class FluxError(Exception):
 
     code = "flux_error"
     status = 400
+    http_status: int | None = None  # the HTTP status it arrived with, when a client of the REST API received it
 
     def __init__(self, message: str, *, details: dict | None = None, code: str | None = None) -> None:
         super().__init__(message)

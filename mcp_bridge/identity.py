@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from mcp_bridge.client import Caller, FluxServiceError
+from flux.client import Caller
+from grains.errors import InvalidInput
 
 Role = Literal["chat", "memory_writer", "background_lookup", "system", "admin", "test"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -51,5 +52,5 @@ def _checked_role(role: str) -> str:
     return role
 
 
-def _invalid(message: str, field: str) -> FluxServiceError:
-    return FluxServiceError("invalid_input", message, {"field": field})
+def _invalid(message: str, field: str) -> InvalidInput:
+    return InvalidInput(message, details={"field": field})

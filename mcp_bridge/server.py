@@ -18,7 +18,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_bridge.client import FluxClient, FluxServiceError
+from grains.errors import FluxError
+from mcp_bridge.client import FluxClient
 from mcp_bridge.identity import Role, resolve_caller
 from mcp_bridge.onboarding import onboarding_text
 
@@ -42,9 +43,9 @@ _HINTS = {
 }
 
 
-def tool_error(exc: FluxServiceError) -> ToolError:
+def tool_error(exc: FluxError) -> ToolError:
     """The agent-facing error: code (and HTTP status), message, what to do, details as JSON."""
-    status = f" (HTTP {exc.status})" if exc.status else ""
+    status = f" (HTTP {exc.http_status})" if exc.http_status else ""
     lines = [f"{exc.code}{status}: {exc.message}"]
     if exc.code in _HINTS:
         lines.append(_HINTS[exc.code])
@@ -57,7 +58,7 @@ def _answer(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run one REST call; its failure becomes a tool error the agent can read and act on."""
     try:
         return call()
-    except FluxServiceError as exc:
+    except FluxError as exc:
         raise tool_error(exc) from None
 
 

@@ -68,9 +68,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def flux_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
-    """The real service under daphne on a free loopback port; yields (base URL, log file)."""
-    with _daphne(data_dir, "fluxsite.asgi:application", "/health", "daphne.log", env) as served:
+def flux_server(data_dir: Path, port: int | None = None, **env: str) -> Iterator[tuple[str, Path]]:
+    """The real service under daphne on a loopback port (a free one unless given); yields (base URL, log file)."""
+    with _daphne(data_dir, "fluxsite.asgi:application", "/health", "daphne.log", env, port) as served:
         yield served
 
 
@@ -83,7 +83,8 @@ def dashboard_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
 
 
 @contextmanager
-def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str],
+            port: int | None = None) -> Iterator[tuple[str, Path]]:
     import sys
 
     environ = {**os.environ, "FLUX_DATA_DIR": str(data_dir), **env}
@@ -91,7 +92,7 @@ def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, 
     data_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=environ, check=True,
                    capture_output=True, timeout=300)
-    port = free_port()
+    port = port or free_port()
     log = data_dir / log_name
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), app],
@@ -112,7 +113,7 @@ def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, 
 @contextmanager
 def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, ANN201
     """A small HTTP server on a free loopback port answering each JSON POST with ``reply(path, body, n)``
-    -> (status, dict or str), n being how many requests came before. Yields (base URL, list of
+    -> (status, dict or str[, headers]), n being how many requests came before. Yields (base URL, list of
     ``keep(path, body)`` of every request received)."""
     import json
     import threading
@@ -123,10 +124,12 @@ def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, A
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            status, answer = reply(self.path, body, len(received))
+            status, answer, *headers = reply(self.path, body, len(received))
             received.append(keep(self.path, body))
             data = json.dumps(answer).encode() if isinstance(answer, dict) else answer.encode()
             self.send_response(status)
+            for name, value in (headers[0] if headers else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -15,6 +15,7 @@ from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
 from graph.algorithms.when import date_spans
 from graph.models import Trace, TraceItem
+from graph.results import RetrievedGrain, RetrieveResult
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.search import entry_search
 from graph.semantic import semantic_search
@@ -31,41 +32,6 @@ from grains.models import Caller, Grain, Status
 from vitals.counters import tally
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RetrievedGrain:
-    id: int
-    content: str
-    rank: int
-    score: float
-    signal: float
-    hops: int
-    path: list[int]
-    provenance: str
-    status: str
-    confidence: float
-    weight: float
-    context: str
-    superseded_by: int | None = None
-    contradicted_by: list[int] = field(default_factory=list)
-    level: int = 0
-    sources: list[int] = field(default_factory=list)  # an abstraction's source grains
-
-    def as_dict(self) -> dict:
-        return {**self.__dict__, "contradicted_by": list(self.contradicted_by), "sources": list(self.sources)}
-
-
-@dataclass(frozen=True)
-class RetrieveResult:
-    trace_id: int
-    query: str
-    grains: list[RetrievedGrain] = field(default_factory=list)
-    abstractions: list[RetrievedGrain] = field(default_factory=list)  # dreams' level-1 grains reached, beside
-
-    def as_dict(self) -> dict:
-        return {"trace_id": self.trace_id, "query": self.query, "grains": [g.as_dict() for g in self.grains],
-                "abstractions": [g.as_dict() for g in self.abstractions]}
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:

@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     from flux.sdk import Flux
 
-    mem = Flux.open(sys.argv[1], caller="sdk-test:test")
+    mem = Flux.embedded(sys.argv[1], caller="sdk-test:test")
     gid = mem.store("Paris is the capital of France", provenance="user_stated")
     mem.store("The Louvre in Paris holds the Mona Lisa", context="trip")
     found = mem.retrieve("Paris capital")

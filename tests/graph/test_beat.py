@@ -14,7 +14,7 @@ SCHEDULED = {"graph.decay_swept", "graph.clusters_rebuilt", "epistemic.pass_comp
              "vitals.snapshot"}
 SEED = """
 from flux.sdk import Flux
-mem = Flux.open(caller="seed:test")
+mem = Flux.embedded(caller="seed:test")
 mem.store_batch([{"content": c, "context": "chat-1"} for c in (
     "Alice lives in Paris", "Alice works as a nurse in Paris", "Alice has a cat named Tom",
     "Bob plays the cello", "Bob practices the cello every evening", "Bob lives near the river")])

@@ -13,7 +13,8 @@ from fluxsite.net import free_port
 from grains.callers import CALLER_ROLES
 from grains.models import Provenance, Status
 from mcp_bridge import server
-from mcp_bridge.client import FluxClient, FluxServiceError, rest_base_url
+from grains.errors import FeedbackOwed, FluxError
+from mcp_bridge.client import FluxClient, rest_base_url
 from mcp_bridge.identity import ROLES, resolve_caller
 from tests.servers import fake_ollama
 
@@ -51,7 +52,7 @@ def test_caller_forms(arguments: dict, caller: tuple[str, str] | None) -> None:
     ({"caller_id": "codex:chat", "role": "chat"}, "not both"),
 ])
 def test_bad_callers_are_refused_with_the_accepted_forms(arguments: dict, says: str) -> None:
-    with pytest.raises(FluxServiceError) as refused:
+    with pytest.raises(FluxError) as refused:
         resolve_caller(**arguments)
     assert refused.value.code == "invalid_input" and says in refused.value.message
 
@@ -59,9 +60,9 @@ def test_bad_callers_are_refused_with_the_accepted_forms(arguments: dict, says: 
 def test_down_names_the_generic_start_command(settings, tmp_path: Path) -> None:  # noqa: ANN001 - fixture
     settings.DATA_DIR = tmp_path
     port = free_port()
-    with pytest.raises(FluxServiceError) as down:
+    with pytest.raises(FluxError) as down:
         FluxClient(f"http://127.0.0.1:{port}").health()
-    assert down.value.code == "service_unavailable" and down.value.status is None
+    assert down.value.code == "service_unavailable" and down.value.http_status is None
     assert down.value.message == (f"Flux Memory is not running at http://127.0.0.1:{port} (connection refused). "
                                   "Start it with `flux start --name <instance>` (or `scripts/run` in a checkout), "
                                   "then retry.")
@@ -72,22 +73,23 @@ def test_down_names_the_instance_of_this_environment(settings, tmp_path: Path) -
     (tmp_path / "mem").mkdir()
     (tmp_path / "mem" / "config.yaml").write_text("OPERATING_MODE: caller_extracts\n")
     settings.DATA_DIR = tmp_path / "mem"
-    with pytest.raises(FluxServiceError) as down:
+    with pytest.raises(FluxError) as down:
         FluxClient(f"http://127.0.0.1:{free_port()}").retrieve("dog")
     assert "Start it with `flux start --name mem`, then retry." in down.value.message
 
 
 def test_another_program_on_the_port_is_named() -> None:
     with fake_ollama(lambda body: (200, {})) as (url, _received):
-        with pytest.raises(FluxServiceError) as wrong:
+        with pytest.raises(FluxError) as wrong:
             FluxClient(url).store("a fact")  # it answers 404 {"error": "not found"}: not Flux's error shape
-    assert wrong.value.code == "bad_response" and wrong.value.status == 404
+    assert wrong.value.code == "bad_response" and wrong.value.http_status == 404
     assert "not Flux Memory's REST API" in wrong.value.message and "REST_PORT" in wrong.value.message
 
 
 def test_tool_error_text_carries_code_hint_and_details() -> None:
-    owed = FluxServiceError("feedback_owed", "pytest:chat owes feedback on 1 retrieved grain(s)",
-                            {"owed": [{"trace_id": 3, "grain_id": 7}]}, status=409)
+    owed = FeedbackOwed("pytest:chat owes feedback on 1 retrieved grain(s)",
+                        details={"owed": [{"trace_id": 3, "grain_id": 7}]})
+    owed.http_status = 409
     message = str(server.tool_error(owed))
     assert message.startswith("feedback_owed (HTTP 409): pytest:chat owes feedback")
     assert "flux_feedback(trace_id, grain_id, useful)" in message

@@ -1,0 +1,124 @@
+"""API keys end to end: an instance with keys (`flux keys add`), its real service on loopback, and every way in:
+REST with and without a key, the MCP bridge (`flux mcp --name`) and the SDK (`Flux.connect(name)`) sending the
+key from the instance's config. The key decides the client; a header naming another client changes nothing."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from flux.sdk import Flux
+from fluxsite.net import free_port
+from grains.errors import Unauthorized
+from tests.servers import ROOT, flux_server
+
+TIMEOUT = 60.0
+
+
+def flux_cli(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
+    return subprocess.run([sys.executable, "-m", "flux", *args], cwd=ROOT, env={**env, "FLUX_HOME": str(home)},
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    """(home, REST base URL, the local key, another client's key) of a running instance with two keys."""
+    home = tmp_path_factory.mktemp("keys") / "home"
+    assert flux_cli(home, "init", "--name", "team", "--yes").returncode == 0
+    local = flux_cli(home, "keys", "--name", "team", "add", "agent", "--local")
+    other = flux_cli(home, "keys", "--name", "team", "add", "second-agent")
+    assert local.returncode == other.returncode == 0, local.stderr + other.stderr
+    key, other_key = (re.search(r"(flux_\S+)", out.stdout).group(1) for out in (local, other))
+    folder, port = home / "team", free_port()
+    config = folder / "config.yaml"
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {port}"))
+    assert f"API_KEY: {key}" in config.read_text()
+    assert key not in (folder / "api-keys").read_text()  # only its hash is kept
+    with flux_server(folder, port=port) as (base, _):
+        yield home, base, key, other_key
+
+
+def request(url: str, body: dict | None = None, **headers: str) -> tuple[int, dict, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as response:
+            return response.status, json.loads(response.read()), dict(response.headers)
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read()), dict(err.headers)
+
+
+def callers(base: str, key: str) -> dict[str, dict]:
+    listed = request(f"{base}/callers", Authorization=f"Bearer {key}")[1]["callers"]
+    return {f"{c['client']}:{c['role']}": c for c in listed}
+
+
+def test_rest_needs_a_key_and_the_key_decides_the_client(keyed):
+    _, base, key, other_key = keyed
+    for headers in ({}, {"Authorization": "Bearer flux_wrong"}, {"Authorization": key}):
+        status, answer, sent = request(f"{base}/health", **headers)
+        assert status == 401 and answer["error"]["code"] == "unauthorized" and "Bearer" in sent["WWW-Authenticate"]
+    assert request(f"{base}/store", {"content": "no key, no store"})[0] == 401
+    status, stored, _ = request(f"{base}/store", {"content": "Team standup is at 9:30"}, Authorization=f"Bearer {key}",
+                                **{"X-Flux-Client": "mallory", "X-Flux-Role": "chat"})
+    assert status == 201
+    status, _, _ = request(f"{base}/store", {"content": "Deploys happen on Thursdays"},
+                           Authorization=f"Bearer {other_key}", **{"X-Caller-Id": "agent:chat"})
+    assert status == 201
+    seen = callers(base, key)
+    assert seen["agent:chat"]["stored"] == 1 and seen["second-agent:chat"]["stored"] == 1
+    assert not any(name.startswith("mallory") for name in seen)
+    assert request(f"{base}/openapi.json")[0] == 200  # the description of the API stays public
+
+
+def test_the_mcp_bridge_sends_the_key_from_the_config(keyed):
+    home, base, key, _ = keyed
+    anyio.run(_bridge_stores, home)
+    assert callers(base, key)["agent:memory_writer"]["stored"] == 1
+    assert "someone:memory_writer" not in callers(base, key)
+
+
+async def _bridge_stores(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "flux", "mcp", "--name", "team"],
+                                   env={**env, "FLUX_HOME": str(home)}, cwd=ROOT)
+    with open(home / "bridge-stderr.log", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                with anyio.fail_after(TIMEOUT):
+                    await session.initialize()
+                    result = await session.call_tool("flux_store", {
+                        "content": "The release train leaves every second Tuesday", "caller_id": "someone:memory_writer"})
+    assert not result.is_error and result.structured_content["created"], result.content
+
+
+def test_the_sdk_sends_the_key_from_the_config(keyed, monkeypatch):
+    home, base, key, _ = keyed
+    monkeypatch.setenv("FLUX_HOME", str(home))
+    with Flux.connect("team", caller="whoever:background_lookup") as mem:
+        gid = mem.store("On-call rotates on Mondays")
+        assert mem.retrieve("When does on-call rotate?").grains[0].id == gid
+    assert callers(base, key)["agent:background_lookup"]["retrievals"] == 1
+    with pytest.raises(Unauthorized):
+        Flux.connect(base, api_key="flux_not-a-key").health()
+
+
+def test_start_refuses_to_open_rest_beyond_loopback_without_keys(tmp_path):
+    home = tmp_path / "home"
+    assert flux_cli(home, "init", "--name", "open", "--yes").returncode == 0
+    config = home / "open" / "config.yaml"
+    config.write_text(config.read_text().replace("# REST_HOST: 127.0.0.1", "REST_HOST: 0.0.0.0"))
+    out = flux_cli(home, "start", "--name", "open")
+    assert out.returncode == 1 and "without API keys" in out.stderr and "Traceback" not in out.stderr
+    assert not (home / "open" / "run").exists() or not list((home / "open" / "run").glob("*.pid"))

@@ -1,0 +1,147 @@
+"""The SDK as a client of the running service (``Flux.connect`` / ``AsyncFlux``), against the real service on
+loopback; the embedded SDK beside it gives the same answers and refuses an instance whose service runs."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from flux.client import ServiceUnavailable
+from flux.sdk import AsyncFlux, Flux
+from fluxsite.net import free_port
+from grains.errors import FeedbackOwed, InvalidInput, NotFound, RateLimited
+from graph.results import RetrieveResult
+from tests.servers import ROOT, flux_server, json_server
+
+FACTS = [
+    {"content": "Lena grows tomatoes in her greenhouse", "context": "garden"},
+    {"content": "Lena waters the tomatoes every morning", "context": "garden"},
+    {"content": "Omar fixes bicycles on Saturdays", "context": "town"},
+]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    data = tmp_path_factory.mktemp("connect") / "inst"
+    with flux_server(data, FEEDBACK_ENFORCEMENT_GRACE_SECONDS="0") as (base, _):
+        yield base, data
+
+
+def test_every_method_over_rest(service):
+    base, _ = service
+    with Flux.connect(base, caller="sdk-remote:chat") as mem:
+        ids = mem.store_batch(FACTS)
+        assert len(ids) == 3 and all(isinstance(i, int) for i in ids)
+        new = mem.store("Lena now grows peppers instead of tomatoes", provenance="user_stated", context="garden")
+        assert mem.store("Lena grows tomatoes in her greenhouse") == ids[0]  # known content: the same grain
+        found = mem.retrieve("What does Lena grow?", limit=3)
+        assert isinstance(found, RetrieveResult) and found.grains and found.grains[0].content.startswith("Lena")
+        for grain in found.grains:
+            mem.feedback(found.trace_id, grain.id, useful=grain.id == found.grains[0].id)
+        with pytest.raises(InvalidInput):
+            mem.feedback(found.trace_id, 999999, useful=True)
+        assert {g["id"] for g in mem.grains(status="active", limit=10)} >= {*ids, new}
+        assert mem.grain(ids[0])["id"] == ids[0]
+        with pytest.raises(NotFound):
+            mem.grain(424242)
+        relation = mem.relate(new, "supersedes", ids[0], note="she switched")
+        assert any(r["id"] == relation for r in mem.relations(kind="supersedes"))
+        assert isinstance(mem.clusters(), list) and isinstance(mem.dreams(), list)
+        assert set(mem.dream_run()) >= {"candidates", "accepted", "rejected"}
+        assert mem.health()["grains"]["total"] >= 4
+
+
+def test_every_method_async(service):
+    base, _ = service
+
+    async def main() -> dict:
+        async with AsyncFlux.connect(base, caller="sdk-async:chat") as mem:
+            gid = await mem.store("Omar's shop opens at nine", context="town")
+            found, health = await asyncio.gather(mem.retrieve("When does Omar's shop open?"), mem.health())
+            await mem.feedback(found.trace_id, found.grains[0].id, useful=True)
+            return {"gid": gid, "top": found.grains[0].id, "total": health["grains"]["total"],
+                    "grain": (await mem.grain(gid))["id"], "listed": len(await mem.grains(limit=100))}
+
+    result = asyncio.run(main())
+    assert result["top"] == result["gid"] == result["grain"] and result["listed"] == result["total"] >= 1
+
+
+def test_the_service_errors_arrive_as_the_services_own_classes(service):
+    base, _ = service
+    mem = Flux.connect(base, caller="sdk-owing:chat")
+    mem.store("Kai drinks oat milk")
+    mem.retrieve("Kai")
+    time.sleep(1.1)  # past the grace period of 0 s
+    with pytest.raises(FeedbackOwed) as owed:
+        mem.retrieve("Kai")
+    assert owed.value.http_status == 409 and owed.value.details["owed"]
+
+
+def test_a_429_is_retried_after_retry_after():
+    limited = (429, {"error": {"code": "rate_limited", "message": "slow down", "details": {"retry_after": 2}}},
+               {"Retry-After": "2"})
+    plan = [limited]  # answers to come, then 200s
+
+    def reply(path: str, body: dict, n: int) -> tuple:
+        return plan.pop(0) if plan else (200, {"trace_id": 7, "query": body["query"], "grains": []})
+
+    with json_server(reply) as (url, received):
+        started = time.monotonic()
+        found = Flux.connect(url, caller="sdk:chat").retrieve("anything")
+        assert found.trace_id == 7 and len(received) == 2 and time.monotonic() - started >= 1.9  # waited 2 s
+        plan.extend([limited, limited])  # two 429s in a row: with retries=1 the second one is raised
+        with pytest.raises(RateLimited) as refused:
+            Flux.connect(url, caller="sdk:chat", retries=1).retrieve("again")
+        assert refused.value.http_status == 429 and refused.value.details["retry_after"] == 2
+
+
+def test_the_service_down_names_the_command_that_starts_it(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    out = subprocess.run([sys.executable, "-m", "flux", "init", "--name", "off", "--yes"], cwd=ROOT, timeout=300,
+                         env={**os.environ, "FLUX_HOME": str(home)}, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    config = home / "off" / "config.yaml"
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {free_port()}"))
+    monkeypatch.setenv("FLUX_HOME", str(home))
+    with pytest.raises(ServiceUnavailable) as down:
+        Flux.connect("off").health()
+    assert "Start it with `flux start --name off`" in down.value.message
+
+
+def test_the_same_results_as_the_embedded_sdk_on_the_same_data(tmp_path):
+    """One memory, copied: the embedded SDK in a subprocess on one copy, the service on the other."""
+    script = ("import json, sys; from flux.sdk import Flux; mem = Flux.embedded(sys.argv[1], caller='cmp:chat'); "
+              "print(json.dumps([[g.id, g.content] for g in mem.retrieve('What does Lena grow?').grains]))")
+    seed = ("import json, sys; from flux.sdk import Flux; mem = Flux.embedded(sys.argv[1], caller='cmp:chat'); "
+            "mem.store_batch(json.loads(sys.argv[2]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
+    run = lambda code, *args: subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,  # noqa: E731
+                                             capture_output=True, text=True, timeout=300, check=True).stdout
+    import json
+
+    run(seed, str(tmp_path / "a"), json.dumps(FACTS))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    embedded = json.loads(run(script, str(tmp_path / "a")).strip().splitlines()[-1])
+    with flux_server(tmp_path / "b") as (base, _):
+        remote = Flux.connect(base, caller="cmp:chat").retrieve("What does Lena grow?").grains
+    assert embedded and [[g.id, g.content] for g in remote] == embedded
+
+
+def test_embedded_refuses_an_instance_whose_service_runs(tmp_path):
+    folder = tmp_path / "busy"
+    (folder / "run").mkdir(parents=True)
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "fluxsite.asgi:application"])
+    try:
+        (folder / "run" / "rest.pid").write_text(f"{stand_in.pid}\n")
+        code = f"from flux.sdk import Flux; Flux.embedded({str(folder)!r})"
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"})
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    assert out.returncode != 0 and "is running" in out.stderr and "Flux.connect('busy')" in out.stderr
