@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlencode
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 
-from fluxsite.api import error_body
+from core.http import error_body
 
 TOKEN_ENV = "FLUX_VIEW_TOKEN"
 COOKIE_MAX_AGE = 7 * 86400

@@ -1,7 +1,8 @@
 """Where the dashboard draws grains and clusters: a deterministic, O(n) layout, free of Django.
 
-Clusters are discs packed in rows, largest first, each disc's area proportional to its size; a cluster's members fill its disc on a smaller spiral, most connected first, so hubs sit at the centre.
-The same data always gives the same picture, and a grain keeps its place while others come and go.
+Clusters are discs packed in rows, largest first, each disc's area proportional to its size; a cluster's
+members fill its disc on a smaller spiral, most connected first, so hubs sit at the centre. The same data
+always gives the same picture, and a grain keeps its place while others come and go.
 """
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import logging
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from core.conf import flux_setting as S
 from dashboard.selectors import events_after, last_event_id
-from fluxsite.conf import flux_setting as S
 
 GROUP = "flux.activity"
 log = logging.getLogger(__name__)

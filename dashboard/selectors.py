@@ -11,12 +11,12 @@ from collections.abc import Iterable, Sequence
 from django.db import connection
 from django.db.models import Count
 
+from core.conf import flux_setting as S
+from core.errors import InvalidInput, NotFound
 from dashboard.layout import Disc, cluster_discs, member_positions
-from fluxsite.conf import flux_setting as S
+from grains.models import ActivityEvent, Grain, Status
 from graph.models import Cluster, Conduit, Trace, TraceItem
 from graph.search import entry_search
-from grains.errors import InvalidInput, NotFound
-from grains.models import ActivityEvent, Grain, Status
 from vitals.models import Snapshot
 from vitals.signals import SIGNALS
 
@@ -33,7 +33,7 @@ def _cluster_sizes() -> dict[int, int]:
 
 def _discs(sizes: dict[int, int]) -> dict[int, Disc]:
     ids = sorted(sizes)
-    return dict(zip(ids, cluster_discs([sizes[i] for i in ids])))
+    return dict(zip(ids, cluster_discs([sizes[i] for i in ids]), strict=False))
 
 
 def _labels(ids: Iterable[int]) -> dict[int, str]:
@@ -46,7 +46,7 @@ def _grain_nodes(rows: Sequence[dict], disc: Disc) -> list[dict]:
     places = member_positions(disc, len(rows))
     return [{"key": f"g{r['id']}", "role": "grain", "id": r["id"], "label": r["content"][:LABEL_CHARS],
              "status": r["status"], "weight": round(r["weight"], 4), "cluster": r["cluster_id"] or UNCLUSTERED,
-             "level": r["level"], "x": round(x, 3), "y": round(y, 3)} for r, (x, y) in zip(rows, places)]
+             "level": r["level"], "x": round(x, 3), "y": round(y, 3)} for r, (x, y) in zip(rows, places, strict=False)]
 
 
 def _grain_rows(queryset, limit: int) -> list[dict]:  # noqa: ANN001 - a Grain queryset

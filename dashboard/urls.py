@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 
+from core.http import error_body
 from dashboard import views
-from fluxsite.api import error_body
 
 urlpatterns = [
     path("", views.page("graph")),

@@ -12,11 +12,11 @@ from django.shortcuts import render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.static import serve
 
+from core.conf import flux_setting as S
+from core.errors import FluxError, InvalidInput
+from core.http import error_body, flux_error_response
 from dashboard import selectors
-from fluxsite.api import error_body, flux_error_response
-from fluxsite.conf import flux_setting as S
-from grains.errors import FluxError, InvalidInput
-from grains.selectors import grain_dossier
+from memory.dossier import grain_dossier
 
 STATIC_ROOT = Path(settings.BASE_DIR) / "static"
 SAFE_METHODS = ("GET", "HEAD")
@@ -71,7 +71,8 @@ def data(fn: Callable[..., object]) -> Callable[..., HttpResponse]:
     return view
 
 
-def _int_param(request: HttpRequest, name: str, default: int | None, *, low: int = 0, high: int | None = None) -> int | None:
+def _int_param(request: HttpRequest, name: str, default: int | None, *, low: int = 0,
+               high: int | None = None) -> int | None:
     raw = request.GET.get(name)
     if raw in (None, ""):
         return default

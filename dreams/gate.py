@@ -34,7 +34,7 @@ def _read(sentence: str) -> tuple[set[str], set[str], set[str]]:
     numbers = {t for t in toks if t.isdigit()}
     # A capitalised word that is not the sentence's first word and not a function word is a name
     # (people, places, months, weekdays, brands).
-    names = {t for i, (t, cap) in enumerate(zip(toks, caps)) if cap and i > 0 and t.isalpha()
+    names = {t for i, (t, cap) in enumerate(zip(toks, caps, strict=False)) if cap and i > 0 and t.isalpha()
              and t not in w.lx.STOPWORDS}
     return w.content(toks), numbers, names
 
@@ -49,7 +49,8 @@ def evidence(sources: Sequence[str]) -> Evidence:
         s, n, m = _read(body)
         stems |= s
         numbers |= n
-        names |= m | {t for t, cap in zip(toks, caps) if cap and t.isalpha()}  # sentence-initial names too
+        # sentence-initial names too
+        names |= m | {t for t, cap in zip(toks, caps, strict=False) if cap and t.isalpha()}
         speaker = w.split_speaker(source)[0]
         if speaker:
             names |= {t.lower() for t in speaker.split()}

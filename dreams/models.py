@@ -14,7 +14,8 @@ class Dream(models.Model):
     cluster = models.ForeignKey("graph.Cluster", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="dreams")
     signature = models.CharField(max_length=64, db_index=True,
-                                 help_text="Hash of the source grains and their contents: one dream per unchanged clump.")
+                                 help_text="Hash of the source grains and their contents: one dream per "
+                                           "unchanged clump.")
     sources = models.JSONField(default=list, help_text="Ids of the source grains, most central first.")
     text = models.TextField(help_text="The abstraction proposed.")
     method = models.CharField(max_length=12, help_text="llm or extractive.")

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import math
 
+from core.errors import InvalidInput
 from dreams.candidates import ClusterView, Member
 from dreams.models import Dream
+from grains.models import Grain, Status
 from graph.models import Cluster
 from graph.policy import decay_policy
 from graph.selectors import conduit_neighbours
-from grains.errors import InvalidInput
-from grains.models import Grain, Status
 
 DREAM_FIELDS = ("id", "cluster_id", "signature", "sources", "text", "method", "status", "reason",
                 "failing_sentence", "score", "grain_id", "created_at")

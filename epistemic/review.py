@@ -15,17 +15,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core.conf import flux_setting as S
+from core.errors import LLMBadAnswer, LLMUnavailable
+from core.llm import ollama_generate_json
 from epistemic.judge import BadVerdict, judge_prompt, parse_verdict
 from epistemic.rules import Relation, relation_between
 from epistemic.services import apply_found, near_pairs, when
-from fluxsite.conf import flux_setting as S
+from grains.activity import activity_record
+from grains.models import ActivityEvent, Grain
 from graph.models import RELATION_KINDS, Conduit
 from graph.selectors import RETRIEVABLE
 from graph.services.conduits import lexical_neighbours
-from grains.activity import activity_record
-from grains.errors import LLMBadAnswer, LLMUnavailable
-from grains.llm import ollama_generate_json
-from grains.models import ActivityEvent, Grain
 
 DONE = "epistemic.pass_completed"
 Judge = Callable[[str, str], "Relation | None"]
@@ -71,7 +71,8 @@ def epistemic_pass(*, now: datetime | None = None, batch: int | None = None,
     """
     now = now or timezone.now()
     since = _watermark()
-    grains = list(Grain.objects.filter(pk__gt=since, status__in=RETRIEVABLE).order_by("pk")[: batch or S("EPISTEMIC_PASS_BATCH")])
+    grains = list(Grain.objects.filter(pk__gt=since, status__in=RETRIEVABLE)
+                  .order_by("pk")[: batch or S("EPISTEMIC_PASS_BATCH")])
     if not grains:
         return PassResult(0, 0, 0, 0, 0, since)
     use_judge = judge or (llm_judge if S("EPISTEMIC_LLM_JUDGE") else None)

@@ -1,45 +1,10 @@
-"""Reads of the epistemic layer: supersession chains and typed relations."""
+"""Reads of the epistemic layer: typed relations."""
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from django.db.models import Q
 
+from core.errors import InvalidInput
 from graph.models import RELATION_KINDS, Conduit
-from grains.errors import InvalidInput
-from grains.models import Grain, Tombstone
-
-MAX_CHAIN = 32
-
-
-def successors_resolve(ids: Iterable[int]) -> dict[int, int | None]:
-    """For each grain id a successor pointer names, the live grain at the end of its chain, or None.
-
-    A chain may pass through tombstones: a forgotten grain's tombstone keeps
-    what superseded it. A chain that ends in a forgotten grain with no
-    successor, or loops, resolves to None. One or two queries per step.
-    """
-    final: dict[int, int | None] = {}
-    pending = {gid: gid for gid in set(ids)}  # start id -> current link of its chain
-    for _ in range(MAX_CHAIN):
-        if not pending:
-            break
-        current = set(pending.values())
-        live = dict(Grain.objects.filter(pk__in=current).values_list("pk", "superseded_by"))
-        gone = set(current) - set(live)
-        forgotten = dict(Tombstone.objects.filter(grain_id__in=gone).values_list("grain_id", "superseded_by"))
-        for start, link in list(pending.items()):
-            nxt = live[link] if link in live else forgotten.get(link)
-            if link in live and nxt is None:
-                final[start] = link
-                del pending[start]
-            elif nxt is None or nxt == start:
-                final[start] = None
-                del pending[start]
-            else:
-                pending[start] = nxt
-    final.update({start: None for start in pending})
-    return final
 
 
 def relation_list(*, kind: str | None = None, grain_id: int | None = None, limit: int = 50,

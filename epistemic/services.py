@@ -13,17 +13,17 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from epistemic.confidence import contradiction_loser
+from core.conf import flux_setting as S
+from core.errors import Conflict, InvalidInput, NotFound
+from core.validate import require_id
 from epistemic.rules import Relation, relation_between
-from fluxsite.conf import flux_setting as S
-from graph.models import RELATION_KINDS, Conduit, ConduitKind
-from graph.services.conduits import conduit_relate
 from grains.activity import activity_record
 from grains.callers import caller_acting
-from grains.errors import Conflict, InvalidInput, NotFound
+from grains.confidence import contradiction_loser
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, Grain, Status
-from grains.validate import require_id
+from graph.models import RELATION_KINDS, Conduit, ConduitKind
+from graph.services.conduits import conduit_relate
 
 
 def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str, note: str, now: datetime,

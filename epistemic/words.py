@@ -251,7 +251,7 @@ def head(value: list[str], caps: list[bool] | None = None) -> tuple[str, ...]:
     """
     caps = caps or [False] * len(value)
     out: list[str] = []
-    for t, cap in zip(value, caps):
+    for t, cap in zip(value, caps, strict=False):
         if t in lx.DETERMINERS and not out:
             continue
         if (t in lx.BOUNDARY or t in lx.DETERMINERS) and not (cap and t.isalpha() and t not in lx.PARTICLES):
@@ -273,7 +273,7 @@ def is_occupation(value: list[str]) -> bool:
 
 
 def looks_like_org(value: list[str], caps: list[bool]) -> bool:
-    named = [t for t, c in zip(value, caps) if c and t not in lx.STOPWORDS]
+    named = [t for t, c in zip(value, caps, strict=False) if c and t not in lx.STOPWORDS]
     return bool(named) and not set(value) & lx.CLUB_WORDS
 
 

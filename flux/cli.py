@@ -9,12 +9,12 @@ import sys
 import urllib.error
 import urllib.request
 
+from core.defaults import CHOICES
+from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
+from core.secret import SECRET_FILE, SecretError, instance_secret
 from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
 from flux.integrations import write_snippets
-from fluxsite.defaults import CHOICES
-from fluxsite.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
-from fluxsite.secret import SECRET_FILE, SecretError, instance_secret
 
 MODES = CHOICES["OPERATING_MODE"]
 

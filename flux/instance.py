@@ -11,8 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fluxsite.defaults import DEFAULTS, SETTINGS
-from fluxsite.env import SettingError, parse_value
+from core.defaults import DEFAULTS, SETTINGS
+from core.env import SettingError, parse_value
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*:\s*(.*?)\s*$")
@@ -139,7 +139,7 @@ def read_config(path: Path) -> dict[str, object]:
             raise InstanceError(f"{where}: expected 'KEY: value', got {raw.strip()!r}")
         key, text = match.groups()
         if key not in DEFAULTS:
-            raise InstanceError(f"{where}: unknown setting {key!r}; see the settings table in the README")
+            raise InstanceError(f"{where}: unknown setting {key!r}; see docs/settings.md")
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
         try:
@@ -152,7 +152,7 @@ def read_config(path: Path) -> dict[str, object]:
 def config_text(values: dict[str, object]) -> str:
     """config.yaml with every setting, commented at its default unless set in ``values``."""
     lines = ["# Flux Memory instance settings: uncomment a line and change it, then `flux stop` and `flux start`.",
-             "# Every key is described in the README's settings table.", ""]
+             "# Every key is described in docs/settings.md.", ""]
     group = None
     for s in SETTINGS:
         if s.group != group:

@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.defaults import DEFAULT_ALLOWED_HOSTS
+from core.keys import open_rest_refusal
+from core.net import wait_for_http
 from flux.instance import Instance, InstanceError, python
-from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS
-from fluxsite.net import wait_for_http
-from fluxsite.keys import open_rest_refusal
 
 STOP_GRACE_SECONDS = 30.0
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flux.client import DEFAULT_TIMEOUT, RestClient
+from core.client import DEFAULT_TIMEOUT, RestClient
 from graph.results import RetrieveResult
 
 URL_ENV, KEY_ENV = "FLUX_URL", "FLUX_API_KEY"
@@ -214,28 +214,28 @@ class EmbeddedFlux:
 
     def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
               occurred_at: datetime | str | None = None, restore: bool = False) -> int:
-        from grains.services import grain_store
+        from memory.store import grain_store
 
         return grain_store(content=content, provenance=provenance, context=context, occurred_at=occurred_at,
                            restore=restore, caller=self.caller).grain.pk
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
-        from grains.services import grain_store_batch
+        from memory.store import grain_store_batch
 
         return [r.grain.pk for r in grain_store_batch(items=items, caller=self.caller)]
 
     def retrieve(self, query: str, *, limit: int | None = None, include_quarantined: bool = False) -> RetrieveResult:
-        from graph.services import grain_retrieve
+        from memory.retrieval import grain_retrieve
 
         return grain_retrieve(query=query, limit=limit, include_quarantined=include_quarantined, caller=self.caller)
 
     def feedback(self, trace_id: int, grain_id: int, *, useful: bool) -> None:
-        from graph.services import feedback_record
+        from memory.retrieval import feedback_record
 
         feedback_record(trace_id=trace_id, grain_id=grain_id, useful=useful, caller=self.caller)
 
     def forget(self, grain_id: int, *, reason: str) -> None:
-        from grains.services import grain_forget
+        from memory.forgetting import grain_forget
 
         grain_forget(grain_id=grain_id, reason=reason, caller=self.caller)
 
@@ -246,12 +246,12 @@ class EmbeddedFlux:
 
     def grain(self, grain_id: int) -> dict:
         """A grain's dossier: conduits, confidence history (why it is believed), traces."""
-        from grains.selectors import grain_detail
+        from memory.dossier import grain_detail
 
         return grain_detail(grain_id)
 
     def relate(self, source_id: int, kind: str, target_id: int, *, note: str = "") -> int:
-        from epistemic.services import relation_assert
+        from memory.corrections import relation_assert
 
         conduit, _ = relation_assert(source_id=source_id, target_id=target_id, kind=kind, note=note,
                                      caller=self.caller)
@@ -275,7 +275,7 @@ class EmbeddedFlux:
     def dream_run(self) -> dict:
         from dataclasses import asdict
 
-        from dreams.services import dream_run
+        from memory.dreaming import dream_run
 
         return asdict(dream_run())
 

@@ -9,7 +9,7 @@ import os
 os.environ["FLUX_LISTENER"] = "dashboard"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402 - settings must see FLUX_LISTENER first
+from django.core.asgi import get_asgi_application  # after FLUX_LISTENER is set: settings read it
 
 http = get_asgi_application()
 

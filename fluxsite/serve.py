@@ -14,19 +14,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import daphne.access
 import daphne.cli
 import daphne.http_protocol
 
-from fluxsite.defaults import DEFAULTS
-from fluxsite.env import env_value
-from fluxsite.keys import open_rest_refusal
-from fluxsite.logs import redact
+from core.defaults import DEFAULTS
+from core.env import env_value
+from core.keys import open_rest_refusal
+from core.logs import redact
+
 
 class RedactedAccessLog(daphne.access.AccessLogGenerator):
-    def write_entry(self, host, date, request, status=None, length=None, ident=None, user=None):  # noqa: ANN001
+    def write_entry(self, host: str, date: datetime, request: str, status: int | None = None,
+                    length: int | None = None, ident: str | None = None, user: str | None = None) -> None:
         super().write_entry(host, date, redact(request), status, length, ident, user)
 
 
@@ -40,13 +43,13 @@ class LimitedWebRequest(daphne.http_protocol.WebRequest):
     _refused = False
     _received = 0
 
-    def gotLength(self, length):  # noqa: ANN001, N802 - twisted's name
+    def gotLength(self, length: int | None) -> None:  # noqa: N802 - twisted's name
         if length is not None and length > _max_bytes():
             self._refuse(length)
             return
         super().gotLength(length)
 
-    def handleContentChunk(self, data):  # noqa: ANN001, N802
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
         if self._refused:
             return
         self._received += len(data)
@@ -55,7 +58,7 @@ class LimitedWebRequest(daphne.http_protocol.WebRequest):
             return
         super().handleContentChunk(data)
 
-    def requestReceived(self, command, path, version):  # noqa: ANN001, N802
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
         if not self._refused:
             super().requestReceived(command, path, version)
 

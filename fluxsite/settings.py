@@ -2,8 +2,8 @@
 
 Nothing set: SQLite (WAL) under FLUX_DATA_DIR, in-process channel layer, a
 broker that needs no server. DATABASE_URL / REDIS_URL switch to PostgreSQL /
-Redis. Flux's own constants live in ``fluxsite.defaults`` and are read from the
-environment under the same names (see the README's settings table).
+Redis. Flux's own constants live in ``core.defaults`` and are read from the
+environment under the same names (see docs/settings.md).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from django.core.exceptions import ImproperlyConfigured
 
-from fluxsite.defaults import DEFAULT_ALLOWED_HOSTS, SETTINGS
-from fluxsite.env import database_from_url, env_bool, env_str, env_value, sqlite_database
-from fluxsite.secret import SecretError, instance_secret
+from core.defaults import DEFAULT_ALLOWED_HOSTS, SETTINGS
+from core.env import database_from_url, env_bool, env_str, env_value, sqlite_database
+from core.secret import SecretError, instance_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FLUX_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
@@ -41,13 +41,18 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    # The stack, bottom up (core, the base, is a plain package): the domain apps, the actions layer, the
+    # interfaces (import-linter checks the order: see pyproject.toml and docs/architecture.md).
     "grains",
     "graph",
     "epistemic",
     "dreams",
     "vitals",
+    "memory",
+    "api",
     "mcp_bridge",
     "dashboard",
+    "bench",
 ]
 
 MIDDLEWARE = [
@@ -66,7 +71,7 @@ ROOT_URLCONF = "dashboard.urls" if DASHBOARD_LISTENER else "fluxsite.urls"
 if DASHBOARD_LISTENER:  # a viewer beyond this machine needs the viewing token (dashboard/access.py); read-only
     MIDDLEWARE = ["dashboard.access.ViewerMiddleware", "dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
 else:  # body size, JSON-only writes from no foreign web page, API keys (fluxsite/middleware.py)
-    MIDDLEWARE = ["fluxsite.middleware.RestGateMiddleware", *MIDDLEWARE]
+    MIDDLEWARE = ["api.middleware.RestGateMiddleware", *MIDDLEWARE]
 ASGI_APPLICATION = "fluxsite.asgi.application"
 WSGI_APPLICATION = "fluxsite.wsgi.application"
 
@@ -108,7 +113,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "fluxsite.api.exception_handler",
+    "EXCEPTION_HANDLER": "api.rest.exception_handler",
     # ?format= is ours (GET /grains/<id>?format=dossier), not a renderer switch.
     "URL_FORMAT_OVERRIDE": None,
 }
@@ -116,7 +121,7 @@ REST_FRAMEWORK = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "fluxsite.logs.RedactFilter"}},  # no token or query text in any line
+    "filters": {"redact": {"()": "core.logs.RedactFilter"}},  # no token or query text in any line
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
 }
@@ -129,7 +134,7 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
 }
 
-# Flux's own constants: defaults from fluxsite.defaults, overridden by the environment.
+# Flux's own constants: defaults from core.defaults, overridden by the environment.
 FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
 
 # The admin's session: a cookie named for this instance (cookies are not tied to a port, so two instances on one

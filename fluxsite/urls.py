@@ -5,14 +5,15 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
-from fluxsite.admin_link import admin_link_login
-from fluxsite.api import error_body, read_view, record_view
-from fluxsite.openapi import openapi_view
-from dreams.api import DreamListView, DreamRunView
-from epistemic.api import RelationsView
-from graph.api import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
-from grains.api import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
-from vitals.api import HealthHistoryView, HealthSnapshotView, HealthView
+from api.admin_link import admin_link_login
+from api.openapi import openapi_view
+from api.rest import read_view, record_view
+from api.views.dreams import DreamListView, DreamRunView
+from api.views.grains import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
+from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
+from api.views.relations import RelationsView
+from api.views.retrieval import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
+from core.http import error_body
 
 urlpatterns = [
     path("store", read_view(StoreView.as_view())),

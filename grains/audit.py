@@ -1,14 +1,12 @@
 """The audit log of what operators do to the memory by hand: append-only, written by the services."""
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from datetime import datetime
 
-from django.core.serializers.json import DjangoJSONEncoder
-
-from grains.errors import InvalidInput
+from core.errors import InvalidInput
+from core.rows import plain
 from grains.models import AuditEvent
 
 
@@ -27,11 +25,6 @@ def audit_record(*, actor: str, action: str, grain_id: int | None, before: dict,
                  now: datetime) -> AuditEvent:
     return AuditEvent.objects.create(actor=actor, action=action, grain_id=grain_id, before=plain(before),
                                      after=plain(after), reason=reason[:300], created_at=now)
-
-
-def plain(data: object) -> object:
-    """JSON-ready: dates as ISO strings."""
-    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
 def require_reason(reason: object) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from grains.errors import CallerBlocked, Forbidden, InvalidInput
+from core.errors import CallerBlocked, Forbidden, InvalidInput
 from grains.models import Caller, Role
 
 ANONYMOUS = ("anonymous", Role.UNKNOWN.value)
@@ -75,7 +75,8 @@ def caller_check(caller: str | tuple[str, str] | Caller | None) -> Caller | None
     rows = list(Caller.objects.filter(client=client))
     blocked = next((r for r in rows if r.blocked), None)
     if blocked is not None:
-        raise CallerBlocked(f"client {client!r} is blocked by an operator ({blocked.blocked_reason or 'no reason given'}); "
+        why = blocked.blocked_reason or "no reason given"
+        raise CallerBlocked(f"client {client!r} is blocked by an operator ({why}); "
                             "ask the memory's operator to unblock it", details={"caller": f"{client}:{role}"})
     return next((r for r in rows if r.role == role), None)
 

@@ -11,12 +11,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidInput, NotFound
+from core.validate import require_id
 from grains.audit import audit_record, require_reason
 from grains.callers import caller_resolve
-from grains.errors import InvalidInput, NotFound
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, Grain, Status
-from grains.validate import require_id
 
 STATUSES = [s.value for s in Status]
 

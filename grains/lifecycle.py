@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from epistemic.confidence import ConfidenceRules
-from fluxsite.conf import flux_setting as S
+from core import metrics
+from core.conf import flux_setting as S
 from grains.activity import activity_record_many
+from grains.confidence import ConfidenceRules
 from grains.models import ConfidenceEvent, Grain, Status
-from vitals.counters import tally
 
 EVENT_BY_STATUS = {
     Status.ACTIVE: "grains.grain_promoted",
@@ -68,5 +68,6 @@ class Changes:
     def save(self) -> None:
         ConfidenceEvent.objects.bulk_create(self.events)
         activity_record_many(self.activity, now=self.now)
-        tally({"promotions": sum(1 for kind, _ in self.activity if kind == "grains.grain_promoted")}, now=self.now)
+        promotions = sum(1 for kind, _ in self.activity if kind == "grains.grain_promoted")
+        metrics.count({"promotions": promotions}, now=self.now)
         self.events, self.activity = [], []

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from fluxsite.conf import flux_setting as S
+from core.conf import flux_setting as S
+from core.errors import RateLimited
 from grains.callers import caller_identity
-from grains.errors import RateLimited
 from grains.models import Caller, RateCount
 
 WINDOW_SECONDS = 60

@@ -93,7 +93,8 @@ class Grain(models.Model):
     status_changed_at = models.DateTimeField(help_text="When the grain entered its status.")
     superseded_by = models.BigIntegerField(
         null=True, blank=True, help_text="Id of the grain that supersedes this one (it may since be a tombstone).")
-    cluster = models.ForeignKey("graph.Cluster", null=True, blank=True, on_delete=models.SET_NULL)
+    cluster_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The graph's cluster of this grain (set by clustering), if any.")
     caller = models.ForeignKey(Caller, on_delete=models.PROTECT, related_name="grains")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="grains",
                                help_text="The raw text this grain was extracted from, if any.")
@@ -103,7 +104,7 @@ class Grain(models.Model):
             models.Index(fields=["status", "id"], name="grain_status_id"),
             models.Index(fields=["context", "id"], name="grain_context_id"),
             models.Index(fields=["last_decayed_at"], name="grain_last_decayed"),
-            models.Index(fields=["cluster", "id"], name="grain_cluster_id"),
+            models.Index(fields=["cluster_id", "id"], name="grain_cluster_id"),
         ]
 
     def __str__(self) -> str:

@@ -1,14 +1,10 @@
-"""Reads of grains for listings and detail views."""
+"""Reads of grains: listings, callers, supersession chains."""
 from __future__ import annotations
 
-from django.db.models import Q
+from collections.abc import Iterable
 
-from dreams.models import Dream
-from epistemic.selectors import relation_list, successors_resolve
-from graph.models import Conduit, TraceItem
-from grains.errors import InvalidInput, NotFound
-from grains.models import Caller, ConfidenceEvent, Grain, Status
-from grains.validate import require_id
+from core.errors import InvalidInput
+from grains.models import Caller, Grain, Status, Tombstone
 
 STATUSES = [s.value for s in Status]
 MAX_OFFSET = 2**31 - 1
@@ -31,36 +27,6 @@ def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -
     return list(rows.values(*LIST_FIELDS)[offset : offset + limit])
 
 
-def grain_detail(grain_id: int, *, traces: int = 20) -> dict:
-    """A grain with its conduits, confidence history and latest traces."""
-    grain = Grain.objects.filter(pk=require_id(grain_id, "grain_id")).values(*LIST_FIELDS, "content_hash", "cues").first()
-    if grain is None:
-        raise NotFound(f"grain {grain_id} does not exist", details={"grain_id": grain_id})
-    gid = grain["id"]
-    if grain["superseded_by"] is not None:
-        grain["current_successor"] = successors_resolve([grain["superseded_by"]])[grain["superseded_by"]]
-    conduits = Conduit.objects.filter(Q(source_id=gid) | Q(target_id=gid)).order_by("-weight")
-    grain["conduits"] = [
-        {"id": c.pk, "kind": c.kind, "weight": round(c.weight, 4), "directed": c.directed,
-         "asserted_by": c.asserted_by, "note": c.note,
-         "other_grain_id": c.target_id if c.source_id == gid else c.source_id,
-         "direction": "out" if c.source_id == gid else "in", "uses": c.uses, "useful_uses": c.useful_uses,
-         "created_at": c.created_at}
-        for c in conduits[:200]
-    ]
-    grain["confidence_history"] = [
-        {"confidence": e.confidence, "reason": e.reason, "created_at": e.created_at,
-         "related_grain_id": e.related_grain_id, "caller_name": str(e.caller) if e.caller else None}
-        for e in ConfidenceEvent.objects.filter(grain_id=gid).select_related("caller").order_by("created_at", "pk")]
-    items = TraceItem.objects.filter(grain_id=gid).select_related("trace", "feedback").order_by("-trace_id")
-    grain["traces"] = [
-        {"trace_id": i.trace_id, "query": i.trace.query, "rank": i.rank, "score": round(i.score, 6), "hops": i.hops,
-         "created_at": i.trace.created_at, "useful": getattr(getattr(i, "feedback", None), "useful", None)}
-        for i in items[:traces]
-    ]
-    return grain
-
-
 def caller_list() -> list[dict]:
     """Every caller with its counts and feedback compliance (rated / returned)."""
     rows = Caller.objects.order_by("client", "role").values("client", "role", "stored", "retrievals", "returned",
@@ -69,12 +35,34 @@ def caller_list() -> list[dict]:
             for r in rows]
 
 
-def grain_dossier(grain_id: int) -> dict:
-    """Everything about one grain, for export: its detail (conduits, confidence history, traces), its typed
-    relations with both grains, and the dreams it took part in."""
-    dossier = grain_detail(grain_id, traces=200)
-    dossier["relations"] = relation_list(grain_id=grain_id, limit=1000)
-    # Dreams are few (a handful per cycle) and SQLite cannot search inside their JSON list of sources.
-    dreams = Dream.objects.order_by("-id").values("id", "status", "text", "grain_id", "sources", "created_at")
-    dossier["dreams"] = [d for d in dreams if d["grain_id"] == grain_id or grain_id in d["sources"]][:100]
-    return dossier
+MAX_CHAIN = 32
+
+
+def successors_resolve(ids: Iterable[int]) -> dict[int, int | None]:
+    """For each grain id a successor pointer names, the live grain at the end of its chain, or None.
+
+    A chain may pass through tombstones: a forgotten grain's tombstone keeps
+    what superseded it. A chain that ends in a forgotten grain with no
+    successor, or loops, resolves to None. One or two queries per step.
+    """
+    final: dict[int, int | None] = {}
+    pending = {gid: gid for gid in set(ids)}  # start id -> current link of its chain
+    for _ in range(MAX_CHAIN):
+        if not pending:
+            break
+        current = set(pending.values())
+        live = dict(Grain.objects.filter(pk__in=current).values_list("pk", "superseded_by"))
+        gone = set(current) - set(live)
+        forgotten = dict(Tombstone.objects.filter(grain_id__in=gone).values_list("grain_id", "superseded_by"))
+        for start, link in list(pending.items()):
+            nxt = live[link] if link in live else forgotten.get(link)
+            if link in live and nxt is None:
+                final[start] = link
+                del pending[start]
+            elif nxt is None or nxt == start:
+                final[start] = None
+                del pending[start]
+            else:
+                pending[start] = nxt
+    final.update({start: None for start in pending})
+    return final

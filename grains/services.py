@@ -1,33 +1,23 @@
-"""Writing grains: store (single and batch) and forget. The only code that creates grains."""
+"""Creating grains: checking what a caller stores, creating new grains, corroborating known ones. The only
+code that creates grains; the store as a whole (embedding, linking, relations) is memory.store."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from fluxsite.conf import flux_setting as S
-from grains.activity import activity_record, activity_record_many
-from grains.callers import caller_acting, caller_check
-from grains.content import content_hash, normalise
+from core.conf import flux_setting as S
+from core.errors import InvalidInput, Tombstoned
+from grains.activity import activity_record
 from grains.audit import audit_record
-from grains.errors import FluxError, InvalidInput, LLMBadAnswer, LLMUnavailable, Tombstoned
-from grains.extraction import BadAnswer, extraction_prompt, parse_facts
+from grains.content import content_hash, normalise
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.limits import grains_rate_check, grains_rate_slot
-from grains.llm import ollama_generate_json
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
-from grains.tombstones import grain_forget  # noqa: F401 - part of this module's interface
-from vitals.counters import tally
-from epistemic.services import relations_find, relations_record
-from graph.semantic import embed, vectors_save
-from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
 T = TypeVar("T")
 PROVENANCES = [p.value for p in Provenance]
@@ -75,7 +65,8 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
         raise _bad("'content' is empty; give the fact to remember as text", "content", index)
     limit = S("MAX_CONTENT_CHARS")
     if len(content) > limit:
-        raise _bad(f"'content' has {len(content)} characters; the limit is {limit} (MAX_CONTENT_CHARS)", "content", index)
+        raise _bad(f"'content' has {len(content)} characters; the limit is {limit} (MAX_CONTENT_CHARS)", "content",
+                   index)
     provenance = raw.get("provenance", Provenance.AI_STATED.value)
     if provenance not in PROVENANCES:
         raise _bad(f"'provenance' {provenance!r} is not one of {', '.join(PROVENANCES)}", "provenance", index)
@@ -85,7 +76,8 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
     restore = raw.get("restore", False)
     if not isinstance(restore, bool):
         raise _bad("'restore' must be true or false", "restore", index)
-    return StoreItem(content, provenance, context.strip(), _when(raw.get("occurred_at"), index), restore, content_hash(content))
+    return StoreItem(content, provenance, context.strip(), _when(raw.get("occurred_at"), index), restore,
+                     content_hash(content))
 
 
 def _when(value: object, index: int | None) -> datetime | None:
@@ -139,7 +131,8 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
         details["index"] = index
     where = f"item {index}: " if index is not None else ""
     if tomb.by_operator:
-        return Tombstoned(f"{where}this content was purged by an operator ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; "
+        return Tombstoned(f"{where}this content was purged by an operator ({tomb.reason}) on "
+                          f"{tomb.created_at:%Y-%m-%d}; "
                           "only an operator can restore it (flux admin restore)", details=details)
     return Tombstoned(
         f"{where}this content was forgotten ({tomb.reason}) on {tomb.created_at:%Y-%m-%d}; store it again with "
@@ -147,30 +140,29 @@ def _tombstoned(tomb: Tombstone, index: int | None) -> Tombstoned:
 
 
 @dataclass(frozen=True)
-class _Stored:
-    """What the write of a store did: the results in item order, and the new grains with their lexical
-    neighbours (for the relation rules, run after the write)."""
+class Created:
+    """The grains part of a store: the new grains (in the database), every item's grain in order, and which
+    contents lifted a caller's tombstone."""
 
-    results: list[StoreResult]
     new: list[Grain]
-    near: dict[int, list[tuple[int, float]]]
+    plan: list[tuple[Grain, bool]]  # (grain, created), in item order
+    restored: frozenset[str]
 
 
-def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bool,
-               source: Source | None = None, vectors: dict[str, bytes] | None = None) -> _Stored:
-    """Store ``items`` in order inside the caller's transaction: two lookups, then bulk inserts.
+def grains_create(items: list[StoreItem], caller: Caller, now: datetime, single: bool,
+                  source: Source | None = None) -> Created:
+    """Create the grains of ``items`` inside the caller's transaction: two lookups, then bulk inserts.
 
-    Known content is corroborated (also a repeat within the batch); tombstoned
-    content raises before anything is written unless the item asks to restore
-    and the tombstone is a caller's forgetting (an operator's purge is lifted
-    only by an operator's restore). ``vectors`` (content hash -> embedding)
-    are kept for the new grains.
+    Known content is left for ``grains_settle`` (corroborated, also a repeat
+    within the batch); tombstoned content raises before anything is written
+    unless the item asks to restore and the tombstone is a caller's forgetting
+    (an operator's purge is lifted only by an operator's restore; audited).
     """
     hashes = [item.content_hash for item in items]
     known = {g.content_hash: g for g in Grain.objects.filter(content_hash__in=hashes)}
     tombs = {t.content_hash: t for t in Tombstone.objects.filter(content_hash__in=hashes)}
     new: list[Grain] = []
-    plan: list[tuple[Grain, bool]] = []  # (grain, created), in item order
+    plan: list[tuple[Grain, bool]] = []
     restored: dict[str, Tombstone] = {}
     for index, item in enumerate(items):
         grain = known.get(item.content_hash)
@@ -192,55 +184,28 @@ def _store_all(items: list[StoreItem], caller: Caller, now: datetime, single: bo
     if restored:
         Tombstone.objects.filter(content_hash__in=restored).delete()
     Grain.objects.bulk_create(new)
-    for content_hash, tomb in restored.items():
-        audit_record(actor=str(caller), action="restore_by_store", grain_id=known[content_hash].pk, now=now,
+    for restored_hash, tomb in restored.items():
+        audit_record(actor=str(caller), action="restore_by_store", grain_id=known[restored_hash].pk, now=now,
                      reason=f"stored again with restore by {caller}", before={"tombstone_id": tomb.pk,
-                     "forgotten_grain_id": tomb.grain_id, "content_hash": content_hash}, after={"new_grain": True})
-    if vectors:
-        vectors_save(new, [vectors[g.content_hash] for g in new])
+                     "forgotten_grain_id": tomb.grain_id, "content_hash": restored_hash}, after={"new_grain": True})
     ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
                                                          reason=f"prior:{g.provenance}", created_at=now) for g in new])
-    near = lexical_neighbours(new, limit=max(S("STORE_LINK_NEIGHBOURS"), S("EPISTEMIC_CANDIDATES")))
-    linked = conduits_link_new_grains(new, lexical=near, now=now)
-    tally({"stored": len(new), "stored_unlinked": sum(1 for g in new if not linked.get(g.pk))}, now=now)
-    activity_record_many([("grains.grain_stored", {
-        "grain_id": g.pk, "provenance": g.provenance, "caller": str(caller), "linked": linked.get(g.pk, 0),
-        "restored": g.content_hash in restored}) for g in new], now=now)
+    return Created(new, plan, frozenset(restored))
+
+
+def grains_settle(created: Created, caller: Caller, now: datetime) -> list[StoreResult]:
+    """Every item's result, in order: known content corroborated, the caller's count of stored grains kept."""
     results = []
-    for grain, created in plan:
-        if not created:
+    for grain, is_new in created.plan:
+        if not is_new:
             grain = _corroborate(grain, caller, now)
-        results.append(StoreResult(grain, created=created, restored=created and grain.content_hash in restored))
-    return _Stored(results, new, near)
+        results.append(StoreResult(grain, created=is_new, restored=is_new and grain.content_hash in created.restored))
+    Caller.objects.filter(pk=caller.pk).update(stored=F("stored") + len(results))
+    return results
 
 
-def grain_store(
-    *,
-    content: str,
-    provenance: str = Provenance.AI_STATED.value,
-    caller: str | Caller | None = None,
-    context: str = "",
-    occurred_at: datetime | str | None = None,
-    restore: bool = False,
-    rate_limit: bool = False,
-    run_write: Callable[[Callable[[], T]], T] | None = None,
-    now: datetime | None = None,
-) -> StoreResult:
-    """Store one grain, or corroborate the existing grain with the same content.
-
-    Tombstoned content is refused (Tombstoned) unless ``restore`` and the
-    tombstone is a caller's forgetting (audited). A new grain is linked to its
-    lexical neighbours and to the previous grains of its context. With
-    ``rate_limit`` the grain counts against the caller's MAX_GRAINS_PER_MINUTE.
-    Nothing is written when an error is raised.
-    """
-    raw = {"content": content, "provenance": provenance, "context": context,
-           "occurred_at": occurred_at, "restore": restore}
-    return grain_store_batch(items=[raw], caller=caller, rate_limit=rate_limit, run_write=run_write, now=now,
-                             _single=True)[0]
-
-
-def _checked_items(items: Sequence[Mapping], single: bool) -> list[StoreItem]:
+def store_items_check(items: Sequence[Mapping], single: bool) -> list[StoreItem]:
+    """The checked items of a store: a list of 1..MAX_GRAINS_PER_CALL valid items, or InvalidInput."""
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
     if not items:
@@ -254,106 +219,23 @@ def _checked_items(items: Sequence[Mapping], single: bool) -> list[StoreItem]:
     return [store_item_validate(raw, None if single else index) for index, raw in enumerate(items)]
 
 
-def grain_store_batch(
-    *, items: Sequence[Mapping], caller: str | Caller | None = None, rate_limit: bool = False,
-    run_write: Callable[[Callable[[], T]], T] | None = None,
-    now: datetime | None = None, _single: bool = False,
-) -> list[StoreResult]:
-    """Store up to MAX_GRAINS_PER_CALL grains, all or nothing, in order.
-
-    A bad item fails the whole batch with its index in the error details; with
-    ``rate_limit`` the batch counts len(items) against MAX_GRAINS_PER_MINUTE.
-    """
-    checked = _checked_items(items, _single)
-    return _store(checked, caller, rate_limit=rate_limit, run_write=run_write, now=now or timezone.now(),
-                  single=_single)[0]
+def grain_consolidate(grain: Grain, source_ids: list[int], *, now: datetime) -> list[int]:
+    """Make a new grain a level-1 abstraction of ``source_ids``: its confidence the sources' mean (in its
+    history). Returns the sources that still exist."""
+    sources = list(Grain.objects.filter(pk__in=source_ids).values_list("pk", "confidence"))
+    changes = Changes(now)
+    changes.confidence(grain, sum(c for _, c in sources) / len(sources), f"derived from {len(sources)} sources")
+    grain.level = 1
+    grain.save(update_fields=["level", *GRAIN_STATE_FIELDS])
+    changes.save()
+    return [pk for pk, _ in sources]
 
 
-def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit: bool,
-           run_write: Callable[[Callable[[], T]], T] | None, now: datetime, single: bool,
-           source_text: str | None = None) -> tuple[list[StoreResult], Source | None]:
-    """The one path of every store: checks, then the model, then the write, then the relation rules.
-
-    Before anything slow: a blocked client and an exhausted rate limit are
-    refused (read only). The items are embedded (semantic entry on) outside
-    the write. The write (by ``run_write`` when given: the booth's writer)
-    creates the source (``source_text``, flux_extracts), the grains, their
-    conduits, and takes the rate limit in the same transaction. The relation
-    rules then compare the new grains with their neighbours outside it, and
-    what they find is recorded in a second short write.
-    """
-    write = run_write or _inline
-    caller_check(caller)
-    if rate_limit:
-        grains_rate_check(caller, len(checked))
-    embedded = embed([item.content for item in checked])
-    vectors = dict(zip((item.content_hash for item in checked), embedded)) if embedded else None
-
-    def store() -> tuple[_Stored, Source | None]:
-        who = caller_acting(caller, now=now)
-        with transaction.atomic(), grains_rate_slot(who, len(checked)) if rate_limit else nullcontext():
-            source = Source.objects.create(text=source_text, caller=who, created_at=now) if source_text else None
-            stored = _store_all(checked, who, now, single, source, vectors)
-            Caller.objects.filter(pk=who.pk).update(stored=F("stored") + len(stored.results))
-            return stored, source
-
-    stored, source = write(store)
-    found = relations_find(stored.new, stored.near)
-    if found:
-        write(lambda: relations_record(found, now=now))
-    return stored.results, source
+def grains_cluster_set(ids: list[int], cluster_id: int | None) -> None:
+    """Record the graph's clustering on grains: ``ids`` are now in ``cluster_id`` (None: in none)."""
+    Grain.objects.filter(pk__in=ids).update(cluster_id=cluster_id)
 
 
-def _inline(fn: Callable[[], T]) -> T:
-    return fn()
-
-
-@dataclass(frozen=True)
-class ExtractResult:
-    source: Source | None
-    results: list[StoreResult]
-    warning: str | None = None
-
-
-def grain_extract(
-    *,
-    text: str,
-    provenance: str = Provenance.AI_STATED.value,
-    caller: str | Caller | None = None,
-    context: str = "",
-    occurred_at: datetime | str | None = None,
-    rate_limit: bool = False,
-    run_write: Callable[[Callable[[], T]], T] | None = None,
-    now: datetime | None = None,
-) -> ExtractResult:
-    """flux_extracts: store the atomic facts an LLM finds in ``text`` as ai_inferred grains linked to it.
-
-    A blocked client or an exhausted rate limit is refused before the LLM is
-    asked. The LLM is asked outside any transaction; then the source and its
-    grains are written in one (by ``run_write`` when given). When the LLM
-    fails, LLMUnavailable / LLMBadAnswer is raised and nothing is written,
-    unless EXTRACT_FALLBACK is caller_extracts: then ``text`` is stored as
-    given, with a warning in the result.
-    """
-    raw = {"content": text, "provenance": provenance, "context": context, "occurred_at": occurred_at}
-    item = store_item_validate(raw)
-    now = now or timezone.now()
-    caller_check(caller)
-    if rate_limit:
-        grains_rate_check(caller, 1)
-    try:
-        answer = ollama_generate_json(extraction_prompt(item.content))
-        facts = parse_facts(answer, max_facts=S("MAX_GRAINS_PER_CALL"), max_chars=S("MAX_CONTENT_CHARS"))
-    except (LLMUnavailable, LLMBadAnswer, BadAnswer) as exc:
-        error = exc if isinstance(exc, FluxError) else LLMBadAnswer(str(exc))
-        if S("EXTRACT_FALLBACK") != "caller_extracts":
-            raise error from None
-        stored = grain_store(**raw, caller=caller, rate_limit=rate_limit, run_write=run_write, now=now)
-        return ExtractResult(None, [stored], warning=f"{error.message}; the text was stored as given")
-    if not facts:
-        return ExtractResult(None, [], warning="the LLM found no facts in the text; nothing was stored")
-    items = _checked_items([{"content": f, "provenance": Provenance.AI_INFERRED.value, "context": item.context,
-                             "occurred_at": item.occurred_at} for f in facts], single=False)
-    results, source = _store(items, caller, rate_limit=rate_limit, run_write=run_write, now=now, single=False,
-                             source_text=item.content)
-    return ExtractResult(source, results)
+def grains_cluster_clear(cluster_ids: list[int]) -> int:
+    """Take every grain out of clusters that are about to go; how many grains were in them."""
+    return Grain.objects.filter(cluster_id__in=cluster_ids).update(cluster_id=None) if cluster_ids else 0

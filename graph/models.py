@@ -27,7 +27,8 @@ class Cluster(models.Model):
     size = models.PositiveIntegerField(default=0)
     density = models.FloatField(default=0.0, help_text="Internal conduits / possible pairs.")
     internal_weight = models.FloatField(default=0.0, help_text="Mean weight of the internal conduits.")
-    hubs = models.JSONField(default=list, help_text="Most connected members, the cluster's weak neighbours in retrieval.")
+    hubs = models.JSONField(default=list,
+                            help_text="Most connected members, the cluster's weak neighbours in retrieval.")
     terms = models.JSONField(default=list, help_text="Most distinctive terms of the members (the label).")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -98,7 +99,8 @@ class TraceItem(models.Model):
     path = models.JSONField(default=list, help_text="Grain ids from the entry grain to this grain.")
     conduits = models.JSONField(default=list, help_text="Conduit ids along the path.")
     features = models.JSONField(default=dict, blank=True,
-                                help_text="What the learned ranker saw of this grain (it learns from them on feedback).")
+                                help_text="What the learned ranker saw of this grain (it learns from them on "
+                                          "feedback).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["trace", "grain"], name="trace_item_unique_grain")]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fluxsite.conf import flux_setting as S
+from core.conf import flux_setting as S
 from graph.algorithms.decay import DecayPolicy
 from graph.algorithms.propagation import PropagationParams
 

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from fluxsite.conf import flux_setting as S
-
+from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, rare_terms, terms
 
 
@@ -153,7 +153,7 @@ def _doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: 
 
 
 @receiver(connection_created)
-def create_probe_tables(sender, connection, **kwargs) -> None:  # noqa: ANN001 - Django signal arguments
+def create_probe_tables(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
     """Scratch tables that stem words with the index's own tokenizer, once per new SQLite connection.
 
     Created outside any transaction, so no rollback takes them away.

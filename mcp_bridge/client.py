@@ -1,4 +1,4 @@
-"""The MCP bridge's client of the Flux REST API: the shared HTTP client (``flux.client``, also the SDK's)
+"""The MCP bridge's client of the Flux REST API: the shared HTTP client (``core.client``, also the SDK's)
 aimed at this instance's service, with this instance's API key.
 
 The MCP bridge is a thin client of the running service: every tool is one
@@ -14,8 +14,8 @@ from typing import Any
 
 from django.conf import settings
 
-from flux.client import DEFAULT_TIMEOUT, Caller, RestClient
-from fluxsite.conf import flux_setting
+from core.client import DEFAULT_TIMEOUT, Caller, RestClient
+from core.conf import flux_setting
 
 _ANY_ADDRESS = ("", "0.0.0.0", "::")
 
@@ -50,7 +50,7 @@ def start_command() -> str:
 
 class FluxClient:
     """The bridge's calls, each one HTTP call of the shared client; every method returns the decoded JSON answer
-    or raises the service's error (a ``grains.errors.FluxError``; ``ServiceUnavailable`` when nothing answers).
+    or raises the service's error (a ``core.errors.FluxError``; ``ServiceUnavailable`` when nothing answers).
     No retries here: an agent sees a 429 or 503 at once, with its Retry-After in the details."""
 
     def __init__(self, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,

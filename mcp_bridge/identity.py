@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from flux.client import Caller
-from grains.errors import InvalidInput
+from core.client import Caller
+from core.errors import InvalidInput
 
 Role = Literal["chat", "memory_writer", "background_lookup", "system", "admin", "test"]
 ROLES: tuple[str, ...] = get_args(Role)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from fluxsite.conf import flux_setting
+from core.conf import flux_setting
 from mcp_bridge.identity import ROLES
 
 _STORE_STEP = {

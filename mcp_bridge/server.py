@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from grains.errors import FluxError
+from core.errors import FluxError
 from mcp_bridge.client import FluxClient
 from mcp_bridge.identity import Role, resolve_caller
 from mcp_bridge.onboarding import onboarding_text
@@ -167,8 +167,8 @@ def build_server(rest: FluxClient | None = None) -> MCPServer:
     """The MCP server with the six tools, talking to ``rest`` (default: the service named by settings)."""
     tools = FluxTools(rest or FluxClient())
     server = MCPServer(name="flux-memory", instructions=INSTRUCTIONS, log_level="WARNING")
-    for name, annotations in _ANNOTATIONS.items():
+    for name, hints in _ANNOTATIONS.items():
         method = getattr(tools, name)
         server.add_tool(method, name=name, description=inspect.cleandoc(method.__doc__ or ""),
-                        annotations=annotations, structured_output=name != "flux_onboard")
+                        annotations=hints, structured_output=name != "flux_onboard")
     return server

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.conf import settings
@@ -12,7 +12,7 @@ from django.conf import settings
 os.environ["SEMANTIC_ENTRY"] = "off"
 settings.FLUX["SEMANTIC_ENTRY"] = "off"  # this process read its settings before this file
 
-T0 = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

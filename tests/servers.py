@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fluxsite.net import free_port, wait_for_http
+from core.net import free_port, wait_for_http
 
 
 def require(found: bool, message: str) -> None:
@@ -111,7 +111,7 @@ def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, 
 
 
 @contextmanager
-def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, ANN201
+def json_server(reply, keep=lambda path, body: (path, body)):
     """A small HTTP server on a free loopback port answering each JSON POST with ``reply(path, body, n)``
     -> (status, dict or str[, headers]), n being how many requests came before. Yields (base URL, list of
     ``keep(path, body)`` of every request received)."""
@@ -122,7 +122,7 @@ def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, A
     received: list = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, answer, *headers = reply(self.path, body, len(received))
             received.append(keep(self.path, body))
@@ -149,7 +149,7 @@ def json_server(reply, keep=lambda path, body: (path, body)):  # noqa: ANN001, A
 
 
 @contextmanager
-def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
+def fake_ollama(answer):
     """Ollama's POST /api/generate on a free loopback port.
 
     ``answer(body)`` returns (status, reply): a dict is sent as JSON, a str as is.
@@ -163,7 +163,7 @@ def fake_ollama(answer):  # noqa: ANN001 - a function of the request body
 
 
 @contextmanager
-def fake_telegram(failures: int = 0):  # noqa: ANN201
+def fake_telegram(failures: int = 0):
     """The Telegram Bot API's sendMessage on a free loopback port; the first ``failures`` requests get 502.
 
     Yields (base URL, list of (path, body) of every request, failed ones included).

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from fluxsite.defaults import SETTINGS
-from fluxsite.env import SettingError, database_from_url, env_value, parse_value
+from core.defaults import SETTINGS
+from core.env import SettingError, database_from_url, env_value, parse_value
 
 
 def test_values_parse_as_the_type_of_their_default():

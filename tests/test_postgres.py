@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     os.environ["DJANGO_SETTINGS_MODULE"] = "fluxsite.settings"
     django.setup()
     from django.db import connection
-    from grains.services import grain_store
+    from memory.store import grain_store
     from graph.services import feedback_record, grain_retrieve
     for text in ["Alice adopted a greyhound named Pixel", "She walks him along the canal",
                  "The canal floods in November"]:

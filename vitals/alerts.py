@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from fluxsite.conf import flux_setting as S
+from core.conf import flux_setting as S
 
 log = logging.getLogger("flux.alerts")
 _sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flux-alerts")

@@ -7,11 +7,11 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from fluxsite.conf import flux_setting as S
+from core.conf import flux_setting as S
+from core.errors import InvalidInput
+from grains.models import Caller, Grain, Status
 from graph.models import Conduit, ConduitKind, Feedback
 from graph.semantic import semantic_state
-from grains.errors import InvalidInput
-from grains.models import Caller, Grain, Status
 from vitals.counters import counter_sums, window_start
 from vitals.models import Gauge, HealthWarning, Snapshot
 from vitals.signals import SIGNALS, WINDOWS, Reading, SignalState, overall

@@ -9,10 +9,10 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from fluxsite.conf import flux_setting as S
-from graph.models import Conduit, ConduitKind
+from core.conf import flux_setting as S
 from grains.activity import activity_record
 from grains.models import Grain, Status, Tier
+from graph.models import Conduit, ConduitKind
 from vitals.alerts import alert_soon
 from vitals.counters import counters_forget, window_start
 from vitals.models import Gauge, HealthWarning, Snapshot

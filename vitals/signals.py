@@ -86,7 +86,8 @@ class HighwayCount(Signal):
 class HighwayGrowthRate(Signal):
     name, measures = "highway_growth_rate", "highways formed minus highways lost, per day"
     low, warmup_days, warmup_retrievals = 0.0, 7.0, 100
-    suggestion = "strong paths are fading faster than they form: check that feedback is mostly useful=true for good answers"
+    suggestion = ("strong paths are fading faster than they form: check that feedback is mostly useful=true for good "
+                  "answers")
 
     def value(self, counters: Numbers, gauges: Numbers) -> float | None:
         return (counters.get("highways_formed", 0) - counters.get("highways_lost", 0)) / self.window_days
@@ -168,7 +169,8 @@ class RetrievalSuccessRate(Signal):
 class FallbackTriggerRate(Signal):
     name, measures = "fallback_trigger_rate", "share of retrievals that fell back to the archive or found nothing"
     high, warmup_retrievals = 0.3, 50
-    suggestion = "many queries find too little among live grains: the memory may lack what is asked, or much is archived"
+    suggestion = ("many queries find too little among live grains: the memory may lack what is asked, or much is "
+                  "archived")
 
     def value(self, counters: Numbers, gauges: Numbers) -> float | None:
         return _ratio(counters.get("fallbacks", 0), counters.get("retrievals", 0))

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('grains', '0005_epistemic_lifecycle'),
+        ('grains', '0001_squashed_0008'),
         ('graph', '0002_epistemic_lifecycle'),
     ]
 

@@ -21,7 +21,7 @@ def scrub_audit_content(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grains', '0008_learned_cues'),
+        ('grains', '0001_squashed_0008'),
     ]
 
     operations = [

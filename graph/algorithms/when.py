@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
@@ -39,7 +39,7 @@ class Span:
     month: int | None = None
 
     def holds(self, when: datetime) -> bool:
-        when = when.astimezone(timezone.utc)
+        when = when.astimezone(UTC)
         if self.start is None:
             return when.month == self.month
         return self.start <= when < self.end
@@ -47,19 +47,19 @@ class Span:
 
 def _day(year: int, month: int, day: int) -> Span | None:
     try:
-        start = datetime(year, month, day, tzinfo=timezone.utc)
+        start = datetime(year, month, day, tzinfo=UTC)
     except ValueError:  # 31 February, month 13
         return None
     return Span(start, start + timedelta(days=1))
 
 
 def _month(year: int, month: int) -> Span:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    return Span(start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc))
+    start = datetime(year, month, 1, tzinfo=UTC)
+    return Span(start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC))
 
 
 def _year(year: int) -> Span:
-    return Span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+    return Span(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
 
 
 # Most precise first: a stretch of text read by one is not read again by a later one.

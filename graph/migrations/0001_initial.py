@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('grains', '0001_initial'),
+        ('grains', '0001_squashed_0008'),
     ]
 
     operations = [

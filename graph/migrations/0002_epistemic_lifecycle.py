@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grains', '0005_epistemic_lifecycle'),
+        ('grains', '0001_squashed_0008'),
         ('graph', '0001_initial'),
     ]
 

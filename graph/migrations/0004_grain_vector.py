@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grains', '0008_learned_cues'),
+        ('grains', '0001_squashed_0008'),
         ('graph', '0003_conduit_conduit_weight'),
     ]
 

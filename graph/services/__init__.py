@@ -6,7 +6,6 @@ from graph.services.learning import feedback_accept, feedback_apply, feedback_ap
 from graph.services.retrieval import grain_retrieve
 
 __all__ = [
-    "cluster_rebuild", "conduit_strengthen", "conduits_link_new_grains", "decay_sweep", "feedback_accept", "feedback_apply",
-    "feedback_apply_pending", "feedback_record",
-    "grain_retrieve",
+    "cluster_rebuild", "conduit_strengthen", "conduits_link_new_grains", "decay_sweep", "feedback_accept",
+    "feedback_apply", "feedback_apply_pending", "feedback_record", "grain_retrieve",
 ]

@@ -9,15 +9,15 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from fluxsite.conf import flux_setting as S
+from core.conf import flux_setting as S
+from grains.activity import activity_record
+from grains.locks import exclusive
+from grains.services import grains_cluster_clear, grains_cluster_set
 from graph.algorithms.clustering import cluster_shape, inherit_identity, internal_edges, label_terms, louvain
 from graph.algorithms.text import terms
 from graph.models import Cluster
 from graph.policy import decay_policy
 from graph.selectors import active_graph, grain_texts
-from grains.activity import activity_record
-from grains.locks import exclusive
-from grains.models import Grain
 
 LOCK = "cluster_rebuild"
 WRITE_CHUNK = 2000
@@ -67,26 +67,30 @@ def _rebuild(now: datetime) -> ClusterResult:
     texts = grain_texts(nodes)
     previous = {gid: cluster for gid, (_, cluster) in texts.items() if cluster is not None}
     identities = inherit_identity(communities, previous, min_overlap=S("CLUSTER_MIN_OVERLAP"))
-    shapes = [cluster_shape(c, e, hubs=S("CLUSTER_HUBS")) for c, e in zip(communities, internal_edges(communities, edges))]
+    shapes = [cluster_shape(c, e, hubs=S("CLUSTER_HUBS"))
+              for c, e in zip(communities, internal_edges(communities, edges), strict=False)]
     labels = _labels(communities, texts)
     with transaction.atomic():
         existing = Cluster.objects.in_bulk([i for i in identities if i is not None])
         clusters = []
-        for members, old_id, shape, label in zip(communities, identities, shapes, labels):
+        for members, old_id, shape, label in zip(communities, identities, shapes, labels, strict=False):
             cluster = existing.get(old_id) or Cluster(created_at=now)
             cluster.label, cluster.terms, cluster.size = " / ".join(label), label, len(members)
             cluster.density, cluster.internal_weight = round(shape.density, 6), round(shape.internal_weight, 6)
             cluster.hubs, cluster.updated_at = list(shape.hubs), now
             cluster.save()
             clusters.append(cluster)
-    target = {g: c.pk for members, c in zip(communities, clusters) for g in members}
+    target = {g: c.pk for members, c in zip(communities, clusters, strict=False) for g in members}
     changed = [(target.get(g), g) for g in nodes if target.get(g) != previous.get(g)]
     for start in range(0, len(changed), WRITE_CHUNK):
         with transaction.atomic():
             for cluster_id, ids in _by_cluster(changed[start: start + WRITE_CHUNK]).items():
-                Grain.objects.filter(pk__in=ids).update(cluster_id=cluster_id)
+                grains_cluster_set(ids, cluster_id)
     kept_ids = {c.pk for c in clusters}
-    removed, _ = Cluster.objects.exclude(pk__in=kept_ids).delete()
+    gone = list(Cluster.objects.exclude(pk__in=kept_ids).values_list("pk", flat=True))
+    with transaction.atomic():
+        grains_cluster_clear(gone)
+        removed, _ = Cluster.objects.filter(pk__in=gone).delete()
     result = ClusterResult(
         clusters=len(clusters), clustered=len(target), created=sum(i is None for i in identities),
         kept=sum(i is not None for i in identities), removed=removed, seconds=round(time.monotonic() - started, 3))

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from fluxsite.conf import flux_setting as S
+from django.db.models import Q
+
+from core import metrics
+from core.conf import flux_setting as S
+from core.rows import model_rebuilt, model_row
+from grains.models import Grain
 from graph.algorithms.learning import clamp, reinforce
 from graph.models import DIRECTED_KINDS, Conduit, ConduitKind
 from graph.policy import conduit_weight_now
 from graph.search import entry_search
 from graph.selectors import RETRIEVABLE
-from grains.models import Grain
-from vitals.counters import tally
 
 
 def _ends(a: int, b: int, kind: str) -> tuple[int, int]:
@@ -29,7 +32,7 @@ def lexical_neighbours(grains: list[Grain], *, limit: int) -> dict[int, list[tup
     found = entry_search(max_docs=S("STORE_LINK_MAX_DOCS")).search_many(
         [g.content for g in grains], limit=limit + 1, statuses=RETRIEVABLE, max_terms=S("STORE_LINK_TERMS"))
     out = {}
-    for grain, hits in zip(grains, found):
+    for grain, hits in zip(grains, found, strict=False):
         if not hits:
             continue
         reference = dict(hits).get(grain.pk) or hits[0][1]
@@ -113,7 +116,7 @@ def conduit_strengthen(a: int, b: int, *, kind: str, initial: float, now: dateti
     conduit.weight = reinforce(current, rate=S("LEARNING_RATE"), upper=S("WEIGHT_MAX"))
     conduit.last_decayed_at = conduit.last_used_at = now
     conduit.save(update_fields=["weight", "last_decayed_at", "last_used_at"])
-    tally(highway_counts(stored, conduit.weight), now=now)
+    metrics.count(highway_counts(stored, conduit.weight), now=now)
     return conduit, False
 
 
@@ -144,3 +147,17 @@ def conduit_relate(source: int, target: int, *, kind: str, asserted_by: str, not
                   "created_at": now, "last_decayed_at": now, "asserted_by": asserted_by, "note": note[:200]},
     )
     return conduit, created
+
+
+def conduits_snapshot(grain_id: int) -> list[dict]:
+    """Every conduit of a grain as plain rows (what a tombstone keeps for a restore)."""
+    return [model_row(c) for c in Conduit.objects.filter(Q(source_id=grain_id) | Q(target_id=grain_id))]
+
+
+def conduits_put_back(rows: list[dict]) -> int:
+    """Recreate conduits from ``conduits_snapshot`` rows, those whose two grains both exist; how many."""
+    ends = {r["source_id"] for r in rows} | {r["target_id"] for r in rows}
+    alive = set(Grain.objects.filter(pk__in=ends).values_list("pk", flat=True))
+    back = [model_rebuilt(Conduit, r) for r in rows if r["source_id"] in alive and r["target_id"] in alive]
+    Conduit.objects.bulk_create(back, ignore_conflicts=True)
+    return len(back)

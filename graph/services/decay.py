@@ -7,13 +7,13 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from fluxsite.conf import flux_setting as S
+from core.bulk import bulk_set
+from core.conf import flux_setting as S
+from grains.activity import activity_record
+from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
+from grains.models import Grain, Status
 from graph.algorithms.lifecycle import GrainState, LifecycleRules, transition
 from graph.policy import DAY, grain_weight_now
-from grains.bulk import bulk_set
-from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.activity import activity_record
-from grains.models import Grain, Status
 
 # A confidence step smaller than this is left for a later sweep (it is memoryless), to keep the history short.
 MIN_CONFIDENCE_STEP = 0.01

@@ -7,23 +7,23 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fluxsite.conf import flux_setting as S
+from core import metrics
+from core.bulk import bulk_set
+from core.conf import flux_setting as S
+from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.validate import require_bool, require_id
+from grains.activity import activity_record
+from grains.callers import caller_acting
+from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
+from grains.models import Caller, Grain, Status, Tier
 from graph.algorithms.learning import penalise, reinforce
 from graph.algorithms.text import learned_cues
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
 from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen, highway_counts
 from graph.services.ranker import ranker_learn
-from grains.activity import activity_record
-from grains.bulk import bulk_set
-from grains.callers import caller_acting
-from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.errors import Conflict, Forbidden, InvalidInput, NotFound
-from grains.models import Caller, Grain, Status, Tier
-from vitals.counters import tally
 
 LEARNED_KINDS = (ConduitKind.ASSOCIATION, ConduitKind.SHORTCUT)
-from grains.validate import require_bool, require_id
 
 
 def feedback_accept(
@@ -106,7 +106,7 @@ def feedback_apply(feedback: Feedback, *, now: datetime) -> None:
         shortcut = _shortcut(item, now)
         counts["shortcuts_created"] = len(shortcut)
         created += shortcut
-    tally(counts, now=now)
+    metrics.count(counts, now=now)
     feedback.applied_at = now
     feedback.save(update_fields=["applied_at"])
     activity_record("graph.feedback_applied", {

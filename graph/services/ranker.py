@@ -5,12 +5,11 @@ import math
 from collections.abc import Mapping
 from datetime import datetime
 
-from fluxsite.conf import flux_setting as S
-from graph.algorithms.propagation import Activation, Ranked, RankInput, rank
-from graph.algorithms.ranker import (RankerSteps, adjustment, grain_features, pair_updates, query_words,
-                                     weight_keys)
-from graph.models import RankerWeight, TraceItem
+from core.conf import flux_setting as S
 from grains.models import Grain
+from graph.algorithms.propagation import Activation, Ranked, RankInput, rank
+from graph.algorithms.ranker import RankerSteps, adjustment, grain_features, pair_updates, query_words, weight_keys
+from graph.models import RankerWeight, TraceItem
 
 
 def ranker_weights(keys: list[str]) -> dict[str, float]:

@@ -10,26 +10,35 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fluxsite.conf import flux_setting as S
+from core import metrics
+from core.bulk import bulk_set
+from core.conf import flux_setting as S
+from core.errors import FeedbackOwed, InvalidInput
+from grains.activity import activity_record
+from grains.callers import caller_acting
+from grains.lifecycle import Changes
+from grains.models import Caller, Grain, Status
+from grains.selectors import successors_resolve
 from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
 from graph.algorithms.when import date_spans
 from graph.models import Trace, TraceItem
-from graph.results import RetrievedGrain, RetrieveResult
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
+from graph.results import RetrievedGrain, RetrieveResult
 from graph.search import entry_search
+from graph.selectors import (
+    RETRIEVABLE,
+    abstraction_sources,
+    cluster_hub_edges,
+    conduit_neighbours,
+    contradictions_of,
+    feedback_owed,
+    grain_dates,
+    grain_rank_inputs,
+    grains_by_id,
+)
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
-from epistemic.selectors import successors_resolve
-from graph.selectors import (RETRIEVABLE, abstraction_sources, cluster_hub_edges, conduit_neighbours,
-                             contradictions_of, feedback_owed, grain_dates, grain_rank_inputs, grains_by_id)
-from grains.activity import activity_record
-from grains.bulk import bulk_set
-from grains.callers import caller_acting
-from grains.lifecycle import Changes
-from grains.errors import FeedbackOwed, InvalidInput
-from grains.models import Caller, Grain, Status
-from vitals.counters import tally
 
 T = TypeVar("T")
 
@@ -195,7 +204,8 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
             for i, r in enumerate(ranked, start=1)
         ])
         grains = _touch([r.activation.grain_id for r in ranked + hubs], now)
-        tally({"retrievals": 1, "returned": len(ranked), "returned_hops": sum(r.activation.hops for r in ranked),
+        metrics.count({"retrievals": 1, "returned": len(ranked),
+                       "returned_hops": sum(r.activation.hops for r in ranked),
                "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
         activity_record("graph.signal_propagated", {
             "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,

@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from fluxsite.booth import get_booth
+from core.booth import get_booth
 from vitals.services import gauges_recount
 
 

@@ -17,9 +17,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from core.errors import Unauthorized
+from core.net import free_port
 from flux.sdk import Flux
-from fluxsite.net import free_port
-from grains.errors import Unauthorized
 from tests.servers import ROOT, flux_server
 
 TIMEOUT = 60.0
@@ -99,7 +99,8 @@ async def _bridge_stores(home: Path) -> None:
                 with anyio.fail_after(TIMEOUT):
                     await session.initialize()
                     result = await session.call_tool("flux_store", {
-                        "content": "The release train leaves every second Tuesday", "caller_id": "someone:memory_writer"})
+                        "content": "The release train leaves every second Tuesday",
+                        "caller_id": "someone:memory_writer"})
     assert not result.is_error and result.structured_content["created"], result.content
 
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from fluxsite.booth import get_booth
-from graph.models import Feedback, Trace
+from core.booth import get_booth
 from grains.models import Caller, Grain
+from graph.models import Feedback, Trace
 
 
 def error_of(response) -> dict:
@@ -82,7 +82,7 @@ def test_malformed_json_wrong_type_and_wrong_method(api):
 
 
 def test_tombstoned_content_is_a_conflict(api):
-    from grains.services import grain_forget
+    from memory.forgetting import grain_forget
 
     gid = api.post("/store", {"content": "old phone 555-0100"}).json()["grain"]["id"]
     grain_forget(grain_id=gid, reason="user request")
@@ -306,7 +306,7 @@ def test_write_depth_counts_only_writes_and_returns_to_zero(api):
 def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settings):
     import json as _json
 
-    from fluxsite.net import free_port
+    from core.net import free_port
     from tests.servers import fake_ollama
 
     facts = ["Lena moved to Lisbon in March 2024.", "Lena works as a nurse."]

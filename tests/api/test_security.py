@@ -13,8 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -113,10 +111,10 @@ def test_a_pathological_store_is_fast_and_does_not_delay_another_callers_store(r
 # --- 4. a purge is undone only by an operator ----------------------------------------------------------------
 
 def test_a_callers_restore_cannot_lift_an_operators_purge(db):
-    from grains.errors import Tombstoned
+    from core.errors import Tombstoned
     from grains.models import AuditEvent, Grain
-    from grains.services import grain_forget, grain_store
-    from grains.tombstones import grain_purge
+    from memory.forgetting import grain_forget, grain_purge
+    from memory.store import grain_store
 
     purged = grain_store(content="The vault code is 1234", caller="agent:chat").grain
     grain_purge(grain_id=purged.pk, reason="leaked secret", actor="ops:admin")
@@ -135,11 +133,11 @@ def test_a_callers_restore_cannot_lift_an_operators_purge(db):
 def test_a_purge_leaves_no_content_behind_after_its_window(db, t0):
     from datetime import timedelta
 
+    from grains.models import AuditEvent, Source, Tombstone
     from graph.models import Trace
     from graph.services import grain_retrieve
-    from grains.models import AuditEvent, Source, Tombstone
-    from grains.services import grain_store
-    from grains.tombstones import grain_purge, tombstones_expire
+    from memory.forgetting import grain_purge, tombstones_expire
+    from memory.store import grain_store
 
     source = Source.objects.create(text="Notes: the launch code is 0000", caller_id=grain_store(
         content="unrelated", caller="a:chat", now=t0).grain.caller_id, created_at=t0)
@@ -199,7 +197,8 @@ def test_feedback_only_from_the_client_that_retrieved(rest):
 
 def test_reserved_identities_are_refused_from_outside(rest):
     base = rest[0]
-    for headers in (caller("flux-dreams", "system"), caller("flux-terminal", "admin"), {"X-Caller-Id": "flux-eval:test"}):
+    for headers in (caller("flux-dreams", "system"), caller("flux-terminal", "admin"),
+                    {"X-Caller-Id": "flux-eval:test"}):
         status, answer, _ = call(f"{base}/store", {"content": "I am the system"}, headers=headers)
         assert status == 403 and answer["error"]["code"] == "reserved_identity"
 
@@ -222,7 +221,8 @@ def test_a_second_dream_run_is_refused_while_one_runs(rest):
                                "from grains.locks import lock_take; lock_take('dream_run', seconds=60); "
                                "print('held', flush=True); time.sleep(60)"],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "FLUX_DATA_DIR": str(data), "DJANGO_SETTINGS_MODULE": "fluxsite.settings"})
+                              env={**os.environ, "FLUX_DATA_DIR": str(data),
+                                   "DJANGO_SETTINGS_MODULE": "fluxsite.settings"})
     try:
         assert holder.stdout.readline().strip() == "held"
         status, answer, _ = call(f"{base}/dreams/run", {})
@@ -263,7 +263,7 @@ def test_logs_keep_no_link_token_and_no_query(rest, tmp_path):
 
 # --- 2. the dashboard beyond this machine needs the viewing token -------------------------------------------------
 
-def _ws(board: str, source: str, **kwargs: object):  # noqa: ANN202
+def _ws(board: str, source: str, **kwargs: object):
     return connect(board.replace("http://", "ws://") + "/ws/activity", open_timeout=10, origin=board,
                    sock=socket.create_connection((urlsplit(board).hostname, urlsplit(board).port),
                                                  source_address=(source, 0)), **kwargs)
@@ -274,7 +274,8 @@ def test_a_remote_viewer_needs_the_token_for_pages_data_and_the_socket(rest):
     token = "view-token-for-this-run"
     with dashboard_server(data, REST_PORT=base.rsplit(":", 1)[1], FLUX_VIEW_TOKEN=token) as (board, _):
         remote = "127.0.0.2"  # not this machine's own address: treated as a viewer on the LAN would be
-        for path in ("/", "/chronicle", "/api/grains/1", "/api/search?q=Rex", "/api/activity", "/static/dashboard/flux.js"):
+        for path in ("/", "/chronicle", "/api/grains/1", "/api/search?q=Rex", "/api/activity",
+                     "/static/dashboard/flux.js"):
             status, answer, _ = call(board + path, source=remote)
             assert status == 401 and answer["error"]["code"] == "viewing_token_required", path
         with pytest.raises(InvalidStatus):
@@ -339,8 +340,8 @@ def test_a_10_mb_body_is_refused_with_413_before_it_is_read(rest):
 
 
 def test_llm_credentials_never_appear_in_an_error(db, flux_settings):
-    from grains.errors import LLMUnavailable
-    from grains.llm import ollama_generate_json
+    from core.errors import LLMUnavailable
+    from core.llm import ollama_generate_json
 
     with fake_ollama(lambda body: (500, {"error": "model not found"})) as (url, received):
         host = urlsplit(url).netloc
@@ -351,9 +352,9 @@ def test_llm_credentials_never_appear_in_an_error(db, flux_settings):
 
 
 def test_a_blocked_client_is_refused_before_the_llm_is_asked(db, flux_settings):
+    from core.errors import CallerBlocked
     from grains.corrections import caller_block_set
-    from grains.errors import CallerBlocked
-    from grains.services import grain_extract
+    from memory.store import grain_extract
 
     caller_block_set(caller="noisy:chat", blocked=True, reason="spam", actor="ops:admin")
     with fake_ollama(lambda body: (200, {"response": json.dumps({"facts": ["x"]})})) as (url, received):

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from fluxsite.net import free_port
+from core.net import free_port
 from tests.flux.test_admin_browser import CHROMIUM_FLAGS
 from tests.flux.test_cli import flux
 from tests.servers import require_binary
@@ -64,7 +64,7 @@ def browser():
 class Watched:
     """A page whose console errors, page errors and requests to any other host than the dashboard's are kept."""
 
-    def __init__(self, browser, board: str) -> None:  # noqa: ANN001 - a Playwright browser
+    def __init__(self, browser, board: str) -> None:
         self.page = browser.new_page(viewport={"width": 1200, "height": 800})
         self.errors: list[str] = []
         self.foreign: list[str] = []
@@ -72,7 +72,7 @@ class Watched:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
-        def request(r) -> None:  # noqa: ANN001
+        def request(r) -> None:
             where = urlsplit(r.url)
             if where.scheme not in ("data", "about", "blob") and where.netloc != own:
                 self.foreign.append(r.url)
@@ -80,7 +80,7 @@ class Watched:
 
 
 @contextmanager
-def opened(browser, board: str, path: str, *, live: bool = False) -> Iterator[Watched]:  # noqa: ANN001
+def opened(browser, board: str, path: str, *, live: bool = False) -> Iterator[Watched]:
     """``path`` loaded and drawn (and its live socket connected, with ``live``); no error on it by the end."""
     watched = Watched(browser, board)
     try:
@@ -112,7 +112,7 @@ def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running,
         page = watched.page
         assert int(page.get_attribute("#graph", "data-nodes")) == len(ids)
         labels = page.evaluate("() => fluxView.graph.mapNodes((k, a) => [k, a.label])")
-        assert sorted(labels) == sorted([f"g{i}", fact] for i, fact in zip(ids, FACTS))
+        assert sorted(labels) == sorted([f"g{i}", fact] for i, fact in zip(ids, FACTS, strict=False))
         target = ids[3]
         point = page.evaluate("""(key) => {
             const r = fluxView.renderer, a = fluxView.graph.getNodeAttributes(key);

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from dashboard import selectors
+from grains.models import Grain
 from graph.models import Conduit, Trace
 from graph.services import cluster_rebuild, grain_retrieve
-from grains.errors import InvalidInput, NotFound
-from grains.models import Grain
-from grains.services import grain_store
+from memory.store import grain_store
 
 pytestmark = pytest.mark.django_db
 

@@ -102,11 +102,11 @@ def socket_url(board: str, after: int | None = None) -> str:
     return board.replace("http://", "ws://") + "/ws/activity" + (f"?after={after}" if after is not None else "")
 
 
-def receive(ws, deadline: float) -> dict:  # noqa: ANN001 - a websockets connection
+def receive(ws, deadline: float) -> dict:
     return json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
 
 
-def events_until(ws, wanted, timeout: float = 10.0) -> list[dict]:  # noqa: ANN001
+def events_until(ws, wanted, timeout: float = 10.0) -> list[dict]:
     """Deltas' events until one satisfies ``wanted`` (or the time is up)."""
     seen: list[dict] = []
     deadline = time.monotonic() + timeout
@@ -122,7 +122,7 @@ def events_until(ws, wanted, timeout: float = 10.0) -> list[dict]:  # noqa: ANN0
     return seen
 
 
-def stored(content: str):  # noqa: ANN201
+def stored(content: str):
     return lambda e: e["kind"] == "grains.grain_stored" and e.get("grain", {}).get("label") == content
 
 

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
+from core.net import free_port
 from dreams.models import Dream
-from dreams.services import dream_run
-from fluxsite.net import free_port
+from grains.models import Grain
 from graph.models import Conduit
 from graph.services import cluster_rebuild, grain_retrieve
-from grains.models import Grain
-from grains.services import grain_store_batch
+from memory.dreaming import dream_run
+from memory.store import grain_store_batch
 from tests.servers import fake_ollama
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def clump(t0):
     return grains
 
 
-def says(text: str):  # noqa: ANN201 - a fake Ollama answer
+def says(text: str):
     return lambda body: (200, {"model": body["model"], "response": json.dumps({"abstraction": text})})
 
 
@@ -46,7 +46,8 @@ def test_a_grounded_llm_abstraction_becomes_a_level_one_grain_linked_to_its_sour
     assert {c.target_id for c in links} == sources
     mean = sum(g.confidence for g in Grain.objects.filter(pk__in=sources)) / len(sources)
     assert abstraction.confidence == pytest.approx(mean)
-    assert all(s in received[0]["prompt"] for s in Grain.objects.filter(pk__in=sources).values_list("content", flat=True))
+    contents = Grain.objects.filter(pk__in=sources).values_list("content", flat=True)
+    assert all(s in received[0]["prompt"] for s in contents)
 
 
 def test_an_abstraction_that_adds_a_number_or_a_name_is_rejected_with_that_reason(clump, t0, flux_settings):

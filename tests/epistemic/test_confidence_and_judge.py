@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from epistemic.confidence import ConfidenceRules, contradiction_loser
 from epistemic.judge import BadVerdict, judge_prompt, parse_verdict
+from grains.confidence import ConfidenceRules, contradiction_loser
 
 DAY = 86400.0
 RULES = ConfidenceRules(upper=0.99, corroboration=0.05, contradiction=0.1, useful=0.02, not_useful=0.01,

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from core.net import free_port
 from epistemic.review import epistemic_pass
-from fluxsite.net import free_port
 from graph.models import Conduit
-from grains.services import grain_store
+from memory.store import grain_store
 from tests.servers import fake_ollama
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +19,7 @@ def verdict(relation: str) -> object:
                                                                                 "reason": "the judge says so"})})
 
 
-def store_pair(t0):  # noqa: ANN001, ANN201 - a datetime; the two grains
+def store_pair(t0):
     old = grain_store(content="The bakery on Elm Street closed for good", now=t0).grain
     new = grain_store(content="Nina lost her job at the Elm Street bakery", now=t0).grain
     return old, new

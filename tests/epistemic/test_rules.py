@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from epistemic.evaluate import score
-from epistemic.examples import LABELLED_PAIRS, UNRELATED
+from bench.epistemic_evaluate import score
+from bench.epistemic_examples import LABELLED_PAIRS, UNRELATED
 from epistemic.rules import Relation, relation_between
 from epistemic.statements import read
 
@@ -166,8 +166,8 @@ def test_a_pair_takes_well_under_a_millisecond():
 
 
 def test_held_out_pairs_written_after_the_rules_keep_precision_and_fire_on_no_unrelated_pair():
-    from epistemic.evaluate import score
-    from epistemic.examples import HELD_OUT
+    from bench.epistemic_evaluate import score
+    from bench.epistemic_examples import HELD_OUT
 
     result = score(HELD_OUT)
     assert result["unrelated_fired"] == 0

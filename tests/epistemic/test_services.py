@@ -5,18 +5,20 @@ from datetime import timedelta
 
 import pytest
 
-from epistemic.selectors import relation_list, successors_resolve
+from core.errors import Conflict, InvalidInput, NotFound
+from epistemic.selectors import relation_list
 from epistemic.services import relation_assert
+from grains.models import ActivityEvent, ConfidenceEvent, Grain
+from grains.selectors import successors_resolve
 from graph.models import Conduit
 from graph.services import grain_retrieve
-from grains.errors import Conflict, InvalidInput, NotFound
-from grains.models import ActivityEvent, ConfidenceEvent, Grain
-from grains.services import grain_forget, grain_store
+from memory.forgetting import grain_forget
+from memory.store import grain_store
 
 pytestmark = pytest.mark.django_db
 
 
-def store(content: str, t, **kw) -> Grain:  # noqa: ANN001 - a datetime
+def store(content: str, t, **kw) -> Grain:
     return grain_store(content=content, now=t, **kw).grain
 
 

@@ -22,7 +22,7 @@ def grain_status(port: int, gid: int) -> int:
         return err.code
 
 
-def run_action(page, base: str, listing: str, row: int, action: str, reason: str) -> str:  # noqa: ANN001
+def run_action(page, base: str, listing: str, row: int, action: str, reason: str) -> str:
     """Select one row of an admin list, run an action, confirm with the session token; the page text after."""
     page.goto(f"{base}/admin/grains/{listing}/")
     page.check(f"input[name='_selected_action'][value='{row}']")

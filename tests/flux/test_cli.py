@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fluxsite.defaults import SETTINGS
-from fluxsite.net import free_port
+from core.defaults import SETTINGS
+from core.net import free_port
 from graph.semantic import semantic_installed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from flux.client import ServiceUnavailable
+from core.client import ServiceUnavailable
+from core.errors import FeedbackOwed, InvalidInput, NotFound, RateLimited
+from core.net import free_port
 from flux.sdk import AsyncFlux, Flux
-from fluxsite.net import free_port
-from grains.errors import FeedbackOwed, InvalidInput, NotFound, RateLimited
 from graph.results import RetrieveResult
 from tests.servers import ROOT, flux_server, json_server
 

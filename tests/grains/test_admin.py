@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from grains.models import Grain
 from graph.models import Conduit
 from graph.services import feedback_record, grain_retrieve
-from grains.models import Grain
-from grains.services import grain_forget, grain_store
+from memory.forgetting import grain_forget
+from memory.store import grain_store
 
 pytestmark = pytest.mark.django_db
 
@@ -53,19 +54,19 @@ def test_rows_are_read_only_here_and_other_lists_open(admin_client, t0):
     assert b"The gate code" in admin_client.get("/admin/grains/tombstone/").content
 
 
-def purge(admin_client, grains, **fields):  # noqa: ANN001, ANN201
+def purge(admin_client, grains, **fields):
     data = {"action": "purge_selected", "_selected_action": [g.pk for g in grains], **fields}
     return admin_client.post("/admin/grains/grain/", data, follow=True)
 
 
-def token_of(admin_client) -> str:  # noqa: ANN001
+def token_of(admin_client) -> str:
     return admin_client.session["flux_confirmation_token"]
 
 
 def test_purge_needs_a_reason_and_the_session_token_then_is_done_and_audited(admin_client, t0):
-    from graph.services import feedback_record, grain_retrieve
-    from grains.errors import Tombstoned
+    from core.errors import Tombstoned
     from grains.models import AuditEvent, Tombstone
+    from graph.services import grain_retrieve
 
     doomed = grain_store(content="The old door code is 4471", context="door", now=t0).grain
     grain_store(content="The new door code is 9032", context="door", now=t0)
@@ -89,7 +90,7 @@ def test_purge_needs_a_reason_and_the_session_token_then_is_done_and_audited(adm
         grain_store(content="The old door code is 4471", now=t0)
 
 
-def restore(admin_client, tombstones, **fields):  # noqa: ANN001, ANN201
+def restore(admin_client, tombstones, **fields):
     data = {"action": "restore_selected", "_selected_action": [t.pk for t in tombstones], "confirm": "yes",
             "reason": "purged by mistake", "token": token_of(admin_client), **fields}
     return admin_client.post("/admin/grains/tombstone/", data, follow=True)
@@ -97,7 +98,7 @@ def restore(admin_client, tombstones, **fields):  # noqa: ANN001, ANN201
 
 def test_restore_within_the_window_brings_back_grain_and_conduits_and_is_audited(admin_client, t0):
     from grains.models import AuditEvent, ConfidenceEvent, Tombstone
-    from grains.tombstones import grain_purge
+    from memory.forgetting import grain_purge
 
     a = grain_store(content="Mira keeps bees on the roof", context="bees", now=t0).grain
     b = grain_store(content="The roof hives gave honey in June", context="bees", now=t0).grain
@@ -120,9 +121,9 @@ def test_restore_within_the_window_brings_back_grain_and_conduits_and_is_audited
 def test_restore_after_the_window_is_refused_clearly(admin_client, t0):
     from datetime import timedelta
 
-    from grains.errors import Conflict
+    from core.errors import Conflict
     from grains.models import Tombstone
-    from grains.tombstones import grain_purge, grain_restore
+    from memory.forgetting import grain_purge, grain_restore
 
     grain = grain_store(content="Temporary parking permit 77", now=t0).grain
     grain_purge(grain_id=grain.pk, reason="expired", actor="root:admin", now=t0)
@@ -138,7 +139,7 @@ def test_restore_after_the_window_is_refused_clearly(admin_client, t0):
 
 def test_the_audit_log_cannot_be_edited_or_deleted(admin_client, t0):
     from grains.models import AuditEvent
-    from grains.tombstones import grain_purge
+    from memory.forgetting import grain_purge
 
     grain = grain_store(content="Audit me", now=t0).grain
     grain_purge(grain_id=grain.pk, reason="test", actor="root:admin")
@@ -163,14 +164,15 @@ def test_dossiers_export_from_the_admin(admin_client, t0):
 
     a = grain_store(content="Ines repairs clocks", context="clocks", now=t0).grain
     b = grain_store(content="Ines sells repaired clocks on Fridays", context="clocks", now=t0).grain
-    exported = admin_client.post("/admin/grains/grain/", {"action": "export_selected", "_selected_action": [a.pk, b.pk]})
+    exported = admin_client.post("/admin/grains/grain/",
+                                 {"action": "export_selected", "_selected_action": [a.pk, b.pk]})
     assert exported.status_code == 200 and "attachment" in exported["Content-Disposition"]
     dossiers = json.loads(exported.content)["grains"]
     assert [d["id"] for d in dossiers] == [a.pk, b.pk]
     assert dossiers[0]["conduits"] and dossiers[0]["confidence_history"] and "relations" in dossiers[0]
 
 
-def correct(admin_client, listing: str, action: str, rows, **fields):  # noqa: ANN001, ANN201
+def correct(admin_client, listing: str, action: str, rows, **fields):
     admin_client.post(f"/admin/grains/{listing}/", {"action": action, "_selected_action": [r.pk for r in rows]})
     data = {"action": action, "_selected_action": [r.pk for r in rows], "confirm": "yes",
             "reason": "operator check", "token": token_of(admin_client), **fields}
@@ -197,9 +199,9 @@ def test_status_and_confidence_set_by_hand_are_audited(admin_client, t0):
 
 
 def test_a_blocked_caller_is_refused_until_unblocked_and_both_are_audited(admin_client, t0):
-    from graph.services import feedback_record, grain_retrieve
-    from grains.errors import CallerBlocked
+    from core.errors import CallerBlocked
     from grains.models import AuditEvent, Caller
+    from graph.services import grain_retrieve
 
     grain_store(content="Noisy bot facts", caller="spammer:chat", now=t0)
     spammer = Caller.objects.get(client="spammer")

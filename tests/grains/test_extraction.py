@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from fluxsite.net import free_port
-from grains.errors import InvalidInput, LLMBadAnswer, LLMUnavailable
+from core.errors import InvalidInput, LLMBadAnswer, LLMUnavailable
+from core.net import free_port
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.models import Grain, Source
-from grains.services import grain_extract
+from memory.store import grain_extract
 from tests.servers import fake_ollama
 
 TEXT = "Hi! I'm Lena. I moved to Lisbon in March 2024 and I work as a nurse."

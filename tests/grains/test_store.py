@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import FluxError, InvalidInput, NotFound, Tombstoned
+from grains.models import ActivityEvent, Caller, Grain, Tombstone
 from graph.models import Conduit, Feedback
 from graph.services import feedback_record, grain_retrieve
-from grains.errors import FluxError, InvalidInput, NotFound, Tombstoned
-from grains.models import ActivityEvent, Caller, Grain, Tombstone
-from grains.services import grain_forget, grain_store, grain_store_batch
+from memory.forgetting import grain_forget
+from memory.store import grain_store, grain_store_batch
 
 pytestmark = pytest.mark.django_db
 

@@ -5,12 +5,11 @@ from datetime import timedelta
 
 import pytest
 
-from epistemic.tasks import epistemic_pass_task
+from grains.models import ActivityEvent, ConfidenceEvent, Grain
 from graph.models import Cluster
 from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
-from graph.tasks import cluster_rebuild_task, decay_sweep_task
-from grains.models import ActivityEvent, ConfidenceEvent, Grain
-from grains.services import grain_store, grain_store_batch
+from memory.store import grain_store, grain_store_batch
+from memory.tasks import cluster_rebuild_task, decay_sweep_task, epistemic_pass_task
 
 pytestmark = pytest.mark.django_db
 
@@ -105,7 +104,7 @@ def test_clusters_are_stored_with_members_label_and_hubs_and_keep_their_identity
     result = cluster_rebuild(now=t0)
     assert result.clusters == 1 and result.clustered == 4
     cluster = Cluster.objects.get()
-    assert cluster.size == Grain.objects.filter(cluster=cluster).count() == 4
+    assert cluster.size == Grain.objects.filter(cluster_id=cluster.pk).count() == 4
     assert "tomatoes" in cluster.terms and cluster.label.startswith(cluster.terms[0])
     assert 0 < cluster.density <= 1 and len(cluster.hubs) == 3
     again = cluster_rebuild(now=t0)
@@ -119,7 +118,7 @@ def test_cluster_hubs_are_weak_neighbours_in_retrieval(t0, flux_settings):
     hub = grain_store(content="A ribbon spool fits most old machines", now=t0).grain
     cluster = Cluster.objects.create(label="typewriters", size=2, hubs=[member.pk, hub.pk], created_at=t0,
                                      updated_at=t0)
-    Grain.objects.filter(pk__in=[member.pk, hub.pk]).update(cluster=cluster)
+    Grain.objects.filter(pk__in=[member.pk, hub.pk]).update(cluster_id=cluster.pk)
     flux_settings(CLUSTER_NEIGHBOUR_WEIGHT=0.0)
     assert [g.id for g in grain_retrieve(query="Quentin typewriters", now=t0).grains] == [member.pk]
     flux_settings(CLUSTER_NEIGHBOUR_WEIGHT=0.5)

@@ -5,11 +5,10 @@ import math
 
 import pytest
 
-from graph.algorithms.ranker import (RankerSteps, adjustment, grain_features, learned_score, pair_updates,
-                                     query_words)
+from graph.algorithms.ranker import RankerSteps, adjustment, grain_features, learned_score, pair_updates, query_words
 from graph.models import RankerWeight, TraceItem
 from graph.services import feedback_record, grain_retrieve
-from grains.services import grain_store
+from memory.store import grain_store
 
 STEPS = RankerSteps(rate=0.1, word_rate=0.2, bound=1.0, min_match=-0.5)
 

@@ -1,14 +1,14 @@
 """Retrieval and learning through the services, on the database."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
+from grains.models import ActivityEvent, Grain
 from graph.models import Conduit, Feedback, Trace, TraceItem
 from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
-from grains.models import ActivityEvent, Grain
-from grains.services import grain_store
+from memory.store import grain_store
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +88,7 @@ def test_useful_feedback_strengthens_the_path_and_not_useful_weakens_it_not_the_
     path = Conduit.objects.filter(kind="association").order_by("pk")
     before = [c.weight for c in path]
     feedback_record(trace_id=result.trace_id, grain_id=chain[2].pk, useful=True, now=t0)
-    assert all(c.weight > b for c, b in zip(path.all(), before))
+    assert all(c.weight > b for c, b in zip(path.all(), before, strict=False))
     assert Grain.objects.get(pk=chain[2].pk).weight == pytest.approx(0.5)  # no boost for every other query
     strengthened = [c.weight for c in path.all()]
     feedback_record(trace_id=result.trace_id, grain_id=chain[1].pk, useful=False, now=t0)
@@ -171,7 +171,7 @@ def test_dormant_grain_is_reached_and_woken_by_retrieval(t0):
 
 
 def test_feedback_is_idempotent_and_conflicting_verdicts_are_refused(chain, t0):
-    from grains.errors import Conflict
+    from core.errors import Conflict
 
     result = grain_retrieve(query="greyhound", now=t0)
     feedback_record(trace_id=result.trace_id, grain_id=chain[0].pk, useful=True, now=t0)
@@ -236,7 +236,7 @@ def test_not_useful_feedback_or_cue_learning_off_teaches_no_words(pets, t0, flux
 
 
 def test_learned_cues_leave_the_index_with_the_grain_and_come_back_with_it(pets, t0):
-    from grains.tombstones import grain_purge, grain_restore
+    from memory.forgetting import grain_purge, grain_restore
 
     first = grain_retrieve(query="greyhound dog", now=t0)
     feedback_record(trace_id=first.trace_id, grain_id=pets[0].pk, useful=True, now=t0)
@@ -249,13 +249,13 @@ def test_learned_cues_leave_the_index_with_the_grain_and_come_back_with_it(pets,
 
 
 def test_a_grain_dated_within_the_date_a_query_names_ranks_first(t0, flux_settings):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0)
-    shed = grain_store(content="Jon painted the shed.", occurred_at=datetime(2023, 6, 1, 15, tzinfo=timezone.utc),
+    shed = grain_store(content="Jon painted the shed.", occurred_at=datetime(2023, 6, 1, 15, tzinfo=UTC),
                        now=t0).grain
     fence = grain_store(content="Jon painted the old garden fence white, with two coats.",
-                        occurred_at=datetime(2023, 5, 23, 9, tzinfo=timezone.utc), now=t0).grain
+                        occurred_at=datetime(2023, 5, 23, 9, tzinfo=UTC), now=t0).grain
     assert ids(grain_retrieve(query="What did Jon paint?", now=t0)) == [shed.pk, fence.pk]
     assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [fence.pk, shed.pk]
     assert ids(grain_retrieve(query="What did Jon paint in June?", now=t0)) == [shed.pk, fence.pk]

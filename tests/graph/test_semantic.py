@@ -6,13 +6,13 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
+from grains.models import ActivityEvent
 from graph import semantic
 from graph.models import GrainVector
 from graph.services import grain_retrieve
-from graph.tasks import embed_missing_task
-from grains.models import ActivityEvent
-from grains.services import grain_store
-from grains.tombstones import grain_purge
+from memory.forgetting import grain_purge
+from memory.store import grain_store
+from memory.tasks import embed_missing_task
 from tests.servers import SEMANTIC_MISSING, require
 
 pytestmark = pytest.mark.django_db

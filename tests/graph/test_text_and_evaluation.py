@@ -1,9 +1,9 @@
 """DB-free tests of query terms, content hashing and evaluation scoring."""
 from __future__ import annotations
 
-from graph.algorithms.text import fts5_or, learned_cues, rare_terms, terms
-from graph.evaluation import Scores, questions, session_time, turns
+from bench.evaluation import Scores, questions, session_time, turns
 from grains.content import content_hash, normalise
+from graph.algorithms.text import fts5_or, learned_cues, rare_terms, terms
 
 
 def test_terms_drop_stopwords_possessives_and_repeats():
@@ -85,7 +85,7 @@ def test_scores_count_any_evidence_hit_and_reciprocal_rank():
 
 
 def test_split_by_sample_is_seeded_disjoint_and_per_conversation():
-    from graph.evaluation import Question, split_by_sample
+    from bench.evaluation import Question, split_by_sample
 
     asked = [Question(s, f"{s}-{i}", 1, ("D1:1",)) for s in ("a", "b") for i in range(5)]
     train, test = split_by_sample(asked, seed=3)

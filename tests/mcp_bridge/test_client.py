@@ -9,11 +9,11 @@ from typing import get_args
 
 import pytest
 
-from fluxsite.net import free_port
+from core.errors import FeedbackOwed, FluxError
+from core.net import free_port
 from grains.callers import CALLER_ROLES
 from grains.models import Provenance, Status
 from mcp_bridge import server
-from grains.errors import FeedbackOwed, FluxError
 from mcp_bridge.client import FluxClient, rest_base_url
 from mcp_bridge.identity import ROLES, resolve_caller
 from tests.servers import fake_ollama
@@ -28,7 +28,7 @@ def test_vocabularies_match_the_service() -> None:
 @pytest.mark.parametrize(("host", "url"), [("127.0.0.1", "http://127.0.0.1:7465"), ("0.0.0.0", "http://127.0.0.1:7465"),
                                            ("::", "http://127.0.0.1:7465"), ("::1", "http://[::1]:7465"),
                                            ("localhost", "http://localhost:7465")])
-def test_base_url_from_settings(flux_settings, host: str, url: str) -> None:  # noqa: ANN001 - fixture
+def test_base_url_from_settings(flux_settings, host: str, url: str) -> None:
     flux_settings(REST_HOST=host, REST_PORT=7465)
     assert rest_base_url() == url
 
@@ -57,7 +57,7 @@ def test_bad_callers_are_refused_with_the_accepted_forms(arguments: dict, says: 
     assert refused.value.code == "invalid_input" and says in refused.value.message
 
 
-def test_down_names_the_generic_start_command(settings, tmp_path: Path) -> None:  # noqa: ANN001 - fixture
+def test_down_names_the_generic_start_command(settings, tmp_path: Path) -> None:
     settings.DATA_DIR = tmp_path
     port = free_port()
     with pytest.raises(FluxError) as down:
@@ -68,7 +68,7 @@ def test_down_names_the_generic_start_command(settings, tmp_path: Path) -> None:
                                   "then retry.")
 
 
-def test_down_names_the_instance_of_this_environment(settings, tmp_path: Path) -> None:  # noqa: ANN001
+def test_down_names_the_instance_of_this_environment(settings, tmp_path: Path) -> None:
     """`flux mcp --name mem` runs the bridge with FLUX_DATA_DIR set to the instance folder."""
     (tmp_path / "mem").mkdir()
     (tmp_path / "mem" / "config.yaml").write_text("OPERATING_MODE: caller_extracts\n")
@@ -96,7 +96,7 @@ def test_tool_error_text_carries_code_hint_and_details() -> None:
     assert 'details: {"owed": [{"grain_id": 7, "trace_id": 3}]}' in message
 
 
-def test_onboarding_follows_the_operating_mode(flux_settings) -> None:  # noqa: ANN001 - fixture
+def test_onboarding_follows_the_operating_mode(flux_settings) -> None:
     flux_settings(OPERATING_MODE="flux_extracts")
     guide = server.FluxTools(FluxClient("http://127.0.0.1:9")).flux_onboard()
     assert "Operating mode of this instance: `flux_extracts`" in guide and "extracts the atomic facts" in guide

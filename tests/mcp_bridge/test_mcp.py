@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
-from fluxsite.net import free_port
+from core.net import free_port
 from tests.servers import ROOT, flux_server
 
 TIMEOUT = 60.0
@@ -125,7 +125,8 @@ def test_service_errors_are_tool_errors(service: tuple[str, int], tmp_path: Path
 
 async def _service_errors(port: int, data_dir: Path) -> None:
     async with bridge(port, data_dir) as session:
-        missing = await call(session, "flux_feedback", trace_id=987654, grain_id=1, useful=True, caller_id="pytest:test")
+        missing = await call(session, "flux_feedback", trace_id=987654, grain_id=1, useful=True,
+                             caller_id="pytest:test")
         assert missing.is_error and "not_found (HTTP 404)" in text(missing), text(missing)
 
         empty = await call(session, "flux_store", content="   ", caller_id="pytest:test")

@@ -6,10 +6,11 @@ from datetime import timedelta
 import pytest
 from django.db.models import Count
 
+from grains.models import ActivityEvent, Grain
 from graph.models import Conduit, TraceItem
 from graph.services import decay_sweep, feedback_record, grain_retrieve
-from grains.models import ActivityEvent, Grain
-from grains.services import grain_forget, grain_store, grain_store_batch
+from memory.forgetting import grain_forget
+from memory.store import grain_store, grain_store_batch
 from tests.servers import fake_telegram
 from vitals.models import Gauge, HealthWarning, Snapshot
 from vitals.selectors import health_history, vitals_states
@@ -25,12 +26,12 @@ def memory(t0):
                              for t in TOPICS for i in range(4)], now=t0)
 
 
-def state(name: str, now) -> tuple[float | None, str]:  # noqa: ANN001 - a datetime
+def state(name: str, now) -> tuple[float | None, str]:
     found = next(s for s in vitals_states(now=now) if s.name == name)
     return found.value, found.state
 
 
-def retrieve(n: int, now, rate=None):  # noqa: ANN001, ANN201 - datetime, rating function
+def retrieve(n: int, now, rate=None):
     for i in range(n):
         found = grain_retrieve(query=f"{TOPICS[i % 5]} log", caller="agent:chat", enforce_feedback=False, now=now)
         for g in found.grains if rate else ():

@@ -90,6 +90,6 @@ def down(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("vitals", "0001_initial"), ("grains", "0005_epistemic_lifecycle"), ("graph", "0003_conduit_conduit_weight")]
+    dependencies = [("vitals", "0001_initial"), ("grains", "0001_squashed_0008"), ("graph", "0003_conduit_conduit_weight")]
 
     operations = [migrations.RunPython(up, down)]

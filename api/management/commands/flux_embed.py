@@ -1,0 +1,23 @@
+"""manage.py flux_embed: embed every grain that has no vector yet (after installing the semantic extra)."""
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
+
+from graph.semantic import INSTALL_HINT, MODEL, semantic_enabled
+from memory.upkeep import embed_missing
+
+
+class Command(BaseCommand):
+    help = "Embed every grain that has no vector yet, with a progress bar (semantic entry points need them)."
+
+    def handle(self, *args: object, **opts: object) -> None:
+        try:
+            enabled = semantic_enabled()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        if not enabled:
+            raise CommandError(f"semantic entry is off (SEMANTIC_ENTRY=off, or the model is not installed: "
+                               f"{INSTALL_HINT})")
+        done = embed_missing(progress=True)
+        self.stdout.write(f"embedded {done} grain(s) with {MODEL}")

@@ -1,0 +1,83 @@
+"""The REST listener's gate, before any view: body size, JSON-only writes from no foreign page, API keys.
+
+- A body over MAX_REQUEST_BYTES: 413 ``too_large`` (the server launcher refuses it before reading it; this
+  covers other servers).
+- A POST (PUT, PATCH, DELETE) outside the admin must be ``application/json`` (415) and must not come from a web
+  page of another origin (403 ``foreign_origin``): a page in the user's browser cannot make the service write.
+- With API keys configured, every call outside the admin (which has its own login) needs
+  ``Authorization: Bearer <key>`` (401); the key's client becomes the caller's identity.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from core.conf import flux_setting as S
+from core.http import error_body
+from core.keys import KEYS_FILE, Keyring
+
+UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+OPEN_PATHS = ("/admin/", "/openapi.json")
+
+
+@lru_cache(maxsize=1)
+def keyring() -> Keyring:
+    return Keyring(str(S("API_KEYS")), settings.DATA_DIR / KEYS_FILE)
+
+
+def _refuse(status: int, code: str, message: str, **details: object) -> JsonResponse:
+    return JsonResponse(error_body(code, message, details), status=status)
+
+
+def _too_large(request: HttpRequest) -> JsonResponse | None:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return _refuse(400, "invalid_request", "the Content-Length header is not a number")
+    limit = S("MAX_REQUEST_BYTES")
+    if length > limit:
+        return _refuse(413, "too_large", f"the body has {length} bytes; the limit is {limit} (MAX_REQUEST_BYTES): "
+                       "split a batch into smaller ones", limit=limit, length=length)
+    return None
+
+
+def _foreign_write(request: HttpRequest) -> JsonResponse | None:
+    content_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        return _refuse(415, "unsupported_media_type", f"{request.method} {request.path} takes a JSON body: send "
+                       "Content-Type: application/json", content_type=content_type or None)
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.get_host()}":
+        return _refuse(403, "foreign_origin", f"a web page of {origin!r} may not write to this memory; agents call "
+                       "the API directly (no Origin header)", origin=origin)
+    return None
+
+
+def _unauthorized(request: HttpRequest) -> HttpResponse | None:
+    ring = keyring()
+    if not ring.enabled:
+        request.flux_client = None
+        return None
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    client = ring.client_of(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+    if client is None:
+        response = _refuse(401, "unauthorized", "this memory requires an API key: send Authorization: Bearer <key> "
+                           "(an operator creates one with `flux keys add --name <instance> CLIENT`)")
+        response["WWW-Authenticate"] = 'Bearer realm="flux-memory"'
+        return response
+    request.flux_client = client
+    return None
+
+
+class RestGateMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        refused = _too_large(request)
+        if refused is None and not request.path.startswith(OPEN_PATHS):
+            refused = _unauthorized(request) or (_foreign_write(request) if request.method in UNSAFE else None)
+        return refused or self.get_response(request)

@@ -1,0 +1,31 @@
+"""REST views of the dream cycle: run it now, list the dreams."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.rest import booth_write, int_param
+from dreams.selectors import dream_list
+from memory.dreaming import dream_run
+
+
+class DreamRunView(APIView):
+    """Runs on a read worker: only each dream's database write goes through the write queue.
+
+    Like every write it takes a JSON body (the middleware refuses any other), which may be empty: the cycle
+    takes no arguments.
+    """
+
+    def post(self, request: Request) -> Response:
+        return Response(asdict(dream_run(run_write=booth_write)))
+
+
+class DreamListView(APIView):
+    def get(self, request: Request) -> Response:
+        status = request.query_params.get("status") or None
+        limit, offset = int_param(request, "limit", 50, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
+        return Response({"dreams": dream_list(status=status, limit=limit, offset=offset), "status": status,
+                         "limit": limit, "offset": offset})

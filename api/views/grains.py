@@ -1,0 +1,75 @@
+"""REST views for grains and callers: validate -> one service or selector -> JSON."""
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.rest import booth_write, int_param, json_object, request_caller
+from core.conf import flux_setting
+from core.errors import InvalidInput
+from grains.selectors import LIST_FIELDS, caller_list, grain_list
+from memory.dossier import grain_detail, grain_dossier
+from memory.store import grain_extract, grain_store, grain_store_batch
+
+STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
+
+
+def stored_json(result) -> dict:  # noqa: ANN001 - a StoreResult
+    grain = result.grain
+    return {"created": result.created, "restored": result.restored,
+            "grain": {f: getattr(grain, f) for f in LIST_FIELDS}}
+
+
+class StoreView(APIView):
+    """Runs on a read worker; only its database write goes through the booth's write queue."""
+
+    def post(self, request: Request) -> Response:
+        data = json_object(request, allowed=STORE_FIELDS, required={"content"})
+        caller = request_caller(request)
+        if flux_setting("OPERATING_MODE") == "flux_extracts" and not data.get("restore"):
+            extracted = grain_extract(text=data["content"], provenance=data.get("provenance", "ai_stated"),
+                                      context=data.get("context", ""), occurred_at=data.get("occurred_at"),
+                                      caller=caller, rate_limit=True, run_write=booth_write)
+            return Response({"items": [stored_json(r) for r in extracted.results],
+                             "created": sum(r.created for r in extracted.results),
+                             "source_id": extracted.source.pk if extracted.source else None,
+                             "warning": extracted.warning}, status=201)
+        result = grain_store(caller=caller, rate_limit=True, run_write=booth_write, **data)
+        return Response(stored_json(result), status=201 if result.created else 200)
+
+
+class StoreBatchView(APIView):
+    def post(self, request: Request) -> Response:
+        data = json_object(request, allowed={"items"}, required={"items"})
+        if not isinstance(data["items"], list):
+            raise InvalidInput("'items' must be a list of objects", details={"field": "items"})
+        caller = request_caller(request)
+        results = grain_store_batch(items=data["items"], caller=caller, rate_limit=True, run_write=booth_write)
+        return Response({"items": [stored_json(r) for r in results],
+                         "created": sum(r.created for r in results)}, status=201)
+
+
+class GrainListView(APIView):
+    def get(self, request: Request) -> Response:
+        limit, offset = int_param(request, "limit", 50), int_param(request, "offset", 0)
+        status = request.query_params.get("status") or None
+        grains = grain_list(status=status, limit=limit, offset=offset)
+        return Response({"grains": grains, "status": status, "limit": limit, "offset": offset})
+
+
+class GrainDetailView(APIView):
+    def get(self, request: Request, grain_id: int) -> Response:
+        shape = request.query_params.get("format") or "detail"
+        if shape not in ("detail", "dossier"):
+            raise InvalidInput(f"'format' {shape!r} is not detail or dossier", details={"field": "format"})
+        if shape == "detail":
+            return Response(grain_detail(grain_id))
+        response = Response(grain_dossier(grain_id))
+        response["Content-Disposition"] = f'attachment; filename="grain-{grain_id}-dossier.json"'
+        return response
+
+
+class CallerListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response({"callers": caller_list()})

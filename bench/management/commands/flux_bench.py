@@ -1,0 +1,252 @@
+"""Store throughput, clustering cost and retrieve latency on N synthetic grains, against FTS5 floors.
+
+Two floors, measured on the same data in the same run: a raw FTS5 BM25 query
+over every query term, and Flux's own entry search alone (the rare terms that
+retrieval matches, before any propagation).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+from tqdm import tqdm
+
+from bench.instance import temporary_database
+from bench.synthetic import Corpus
+from core.conf import flux_setting as S
+from core.net import free_port, wait_for_http
+from graph.search import Fts5Search, entry_search
+from graph.selectors import RETRIEVABLE
+from memory.retrieval import feedback_record, grain_retrieve
+from memory.store import grain_store, grain_store_batch
+from memory.upkeep import cluster_rebuild
+
+CALLER = "flux-bench:test"
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    cuts = statistics.quantiles(samples_ms, n=100, method="inclusive") if len(samples_ms) > 1 else samples_ms * 99
+    return {"p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3)}
+
+
+def timed(calls: list[Callable[[], object]], desc: str) -> list[float]:
+    out = []
+    for call in tqdm(calls, desc=desc, unit="q", file=sys.stderr):
+        start = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+class Command(BaseCommand):
+    help = "Benchmark store throughput and retrieve latency (in-process and HTTP) on N synthetic grains."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--grains", type=int, default=10000, help="grains to load (default 10000)")
+        parser.add_argument("--queries", type=int, default=500, help="retrievals to time per method (default 500)")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+        parser.add_argument("--health", action="store_true",
+                            help="instead: GET /health latency as recorded retrievals grow (see --history)")
+        parser.add_argument("--history", default="1000,10000,100000",
+                            help="with --health: the recorded-retrieval counts to measure at "
+                                 "(default 1000,10000,100000)")
+        parser.add_argument("--dashboard", action="store_true",
+                            help="instead: time to first render of the dashboard's / in headless Chromium as the "
+                                 "store grows (see --sizes)")
+        parser.add_argument("--sizes", default="1000,10000,100000",
+                            help="with --dashboard: the grain counts to measure at (default 1000,10000,100000)")
+        parser.add_argument("--loads", type=int, default=3, help="with --dashboard: page loads per size (default 3)")
+        parser.add_argument("--chromium", default="/usr/bin/chromium", help="with --dashboard: the browser binary")
+
+    def handle(self, *args: object, **opts: object) -> None:
+        if opts["grains"] < 200 or opts["queries"] < 10:
+            raise CommandError("--grains must be at least 200 and --queries at least 10")
+        stages = _stages(opts["history"], "--history") if opts["health"] else []
+        if opts["dashboard"]:
+            sizes = _stages(opts["sizes"], "--sizes")
+            if not 1 <= opts["loads"] <= 20:
+                raise CommandError("--loads must be between 1 and 20")
+            if not Path(opts["chromium"]).exists():
+                raise CommandError(f"no browser at {opts['chromium']}: apt-get install chromium, or pass --chromium")
+        with temporary_database() as path:
+            if opts["dashboard"]:
+                result = bench_dashboard(sizes, opts["loads"], opts["seed"], path.parent, opts["chromium"])
+            elif opts["health"]:
+                result = bench_health(opts["grains"], stages, opts["queries"], opts["seed"], path.parent)
+            else:
+                result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
+        for key, value in result.items():
+            self.stdout.write(f"{key:>26}: {value}")
+        if opts["json"]:
+            self.stdout.write(json.dumps(result))
+
+
+def bench(n: int, q: int, seed: int, folder: Path) -> dict:
+    corpus = Corpus(seed=seed)
+    singles = min(500, n // 10)
+    grains = list(corpus.grains(n + singles))
+    start = time.perf_counter()
+    store_synthetic(grains, 0, n, "batch store")
+    batch_rate = n / (time.perf_counter() - start)
+    single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
+                                               caller=CALLER) for g in grains[n:]], "single store")
+    clusters = cluster_rebuild()  # retrieval is then timed with cluster neighbours in play, as after a beat run
+    queries = [corpus.query_about(corpus.rng.choice(grains).content) for _ in range(q)]
+    now = timezone.now()
+    plain, entry = Fts5Search(), entry_search()
+    floor = timed([lambda t=t: plain.search(t, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
+                   for t in queries], "FTS5 floor (all terms)")
+    entries = timed([lambda t=t: entry.search(t, limit=S("ENTRY_POINTS"), statuses=RETRIEVABLE,
+                                              max_terms=S("QUERY_MAX_TERMS")) for t in queries], "entry search")
+    inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
+                    for t in queries], "retrieve in-process")
+    http = http_latencies(queries, folder)
+    figures = {
+        "grains": n, "queries": q,
+        "store_batch_grains_per_s": round(batch_rate, 1),
+        "store_single_grains_per_s": round(1000 / statistics.mean(single_ms), 1),
+        "store_single_ms": percentiles(single_ms),
+        "cluster_rebuild_s": clusters.seconds, "clusters": clusters.clusters, "clustered_grains": clusters.clustered,
+        "fts5_floor_ms": percentiles(floor),
+        "entry_search_ms": percentiles(entries),
+        "retrieve_inprocess_ms": percentiles(inproc),
+        "retrieve_http_ms": percentiles(http),
+    }
+    for name in ("retrieve_inprocess_ms", "retrieve_http_ms"):
+        for floor_name, suffix in (("fts5_floor_ms", "_to_floor"), ("entry_search_ms", "_to_entry_search")):
+            figures[name.replace("_ms", suffix)] = {
+                k: round(figures[name][k] / max(figures[floor_name][k], 1e-6), 2) for k in ("p50", "p95", "p99")}
+    return figures
+
+
+def _stages(raw: str, option: str) -> list[int]:
+    try:
+        stages = sorted({int(x) for x in raw.split(",") if x.strip()})
+    except ValueError:
+        raise CommandError(f"{option} {raw!r}: give counts separated by commas, e.g. 1000,10000") from None
+    if not stages or stages[0] < 1 or stages[-1] > 1_000_000:
+        raise CommandError(f"{option} {raw!r}: counts must be between 1 and 1,000,000")
+    return stages
+
+
+def store_synthetic(grains: list, start: int, stop: int, desc: str) -> None:
+    """Batch-store grains[start:stop] as the benchmark's caller, with a progress bar."""
+    cap = S("MAX_GRAINS_PER_CALL")
+    with tqdm(total=stop - start, desc=desc, unit="grain", file=sys.stderr) as bar:
+        for i in range(start, stop, cap):
+            chunk = grains[i: min(i + cap, stop)]
+            grain_store_batch(items=[{"content": g.content, "context": g.context, "occurred_at": g.occurred_at}
+                                     for g in chunk], caller=CALLER)
+            bar.update(len(chunk))
+
+
+def bench_dashboard(sizes: list[int], loads: int, seed: int, folder: Path, chromium: str) -> dict:
+    """Time to first render of / (navigation start to sigma's first drawn frame) in headless Chromium, at each
+    size after a clustering run, as beat leaves the store; also how long GET /api/graph takes and its size."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise CommandError("--dashboard drives Chromium with Playwright: pip install -e '.[test]'") from None
+    grains = list(Corpus(seed=seed).grains(sizes[-1]))
+    figures: dict = {"first_render_ms": {}}
+    stored = 0
+    for size in sizes:
+        store_synthetic(grains, stored, size, f"storing to {size} grains")
+        stored = size
+        clusters = cluster_rebuild()
+        with serving(folder, app="fluxsite.dashboard_asgi:application", ready="/") as base:
+            start = time.perf_counter()
+            _get(base + "/api/graph")
+            api_ms = (time.perf_counter() - start) * 1000
+            # Playwright's sync API runs an event loop in this thread: no database access inside this block.
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, headless=True, args=[
+                    "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+                    "--disable-background-networking"])
+                renders, nodes, mode = [], 0, ""
+                for _ in tqdm(range(loads), desc=f"loading / at {size} grains", unit="load", file=sys.stderr):
+                    page = browser.new_page(viewport={"width": 1280, "height": 800})
+                    page.goto(base + "/")
+                    page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+                    renders.append(page.evaluate("() => window.fluxFirstRender"))
+                    nodes = int(page.get_attribute("#graph", "data-nodes"))
+                    mode = page.get_attribute("#graph", "data-mode")
+                    page.close()
+                browser.close()
+        figures["first_render_ms"][size] = {
+            "median": round(statistics.median(renders), 1), "max": round(max(renders), 1),
+            "api_graph_ms": round(api_ms, 1), "mode": mode, "nodes_drawn": nodes, "clusters": clusters.clusters}
+    return figures
+
+
+def bench_health(n: int, stages: list[int], q: int, seed: int, folder: Path) -> dict:
+    """GET /health latency over HTTP after each stage of recorded retrievals (a quarter of them rated)."""
+    corpus = Corpus(seed=seed)
+    grains = list(corpus.grains(n))
+    store_synthetic(grains, 0, n, "storing grains")
+    cluster_rebuild()
+    figures: dict = {"grains": n, "health_ms": {}}
+    done = 0
+    with serving(folder) as base:
+        for stage in stages:
+            with tqdm(total=stage - done, desc=f"recording retrievals to {stage}", unit="q", file=sys.stderr) as bar:
+                while done < stage:
+                    found = grain_retrieve(query=corpus.query_about(corpus.rng.choice(grains).content), limit=5,
+                                           caller=CALLER, enforce_feedback=False)
+                    if done % 4 == 0 and found.grains:
+                        feedback_record(trace_id=found.trace_id, grain_id=found.grains[0].id, useful=done % 8 == 0,
+                                        caller=CALLER)
+                    done += 1
+                    bar.update(1)
+            figures["health_ms"][stage] = percentiles(timed([lambda: _get(base + "/health")] * q,
+                                                            f"GET /health at {stage} retrievals"))
+    return figures
+
+
+def _get(url: str) -> None:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        response.read()
+
+
+@contextmanager
+def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health") -> Iterator[str]:
+    """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port; yields its
+    base URL."""
+    port = free_port()
+    env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), app],
+                            cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(base + ready, proc=proc)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def http_latencies(queries: list[str], folder: Path) -> list[float]:
+    """Time POST /retrieve against daphne on the benchmark's database."""
+    with serving(folder) as base:
+
+        def ask(text: str) -> None:
+            body = json.dumps({"query": text, "limit": 10}).encode()
+            request = urllib.request.Request(base + "/retrieve", data=body, method="POST", headers={
+                "Content-Type": "application/json", "X-Caller-Id": CALLER})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+        return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP")

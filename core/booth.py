@@ -1,0 +1,138 @@
+"""The booth: concurrent reads, one serial write queue with a depth cap.
+
+Django runs sync views under ASGI in one shared thread, so reads would queue
+behind each other and behind writes. The booth runs each view on its own
+executors instead: reads on READ_WORKERS threads, and every database write on
+one writer thread, so SQLite never sees two writers (no lock waits, no
+"database is locked"). The writer takes jobs from a priority queue: the
+bookkeeping of reads (a retrieval's trace, a feedback receipt) goes first, so
+it waits at most for the one write in progress; stores, batches and applying
+feedback follow in arrival order, at most MAX_WRITE_QUEUE_DEPTH of them.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from django.db import close_old_connections
+
+from core.conf import flux_setting as S
+from core.errors import Overloaded
+
+T = TypeVar("T")
+BOOKKEEPING, WRITE, STOP = 0, 1, 2
+
+
+class Booth:
+    def __init__(self, read_workers: int) -> None:
+        self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="flux-read")
+        self._jobs: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._waiting: set[str] = set()
+        self._writer = threading.Thread(target=self._write_loop, name="flux-write", daemon=True)
+        self._writer.start()
+        atexit.register(self.close)
+
+    @property
+    def write_depth(self) -> int:
+        """Writes queued or running (bookkeeping not counted)."""
+        return self._depth
+
+    def read(self, fn: Callable[[], T]) -> Future[T]:
+        return self._reads.submit(_with_connections, fn)
+
+    def write(self, fn: Callable[[], T]) -> Future[T]:
+        """Queue a write; Overloaded when MAX_WRITE_QUEUE_DEPTH writes already wait."""
+        cap = S("MAX_WRITE_QUEUE_DEPTH")
+        with self._lock:
+            if self._depth >= cap:
+                raise Overloaded(
+                    f"the write queue is full ({cap} writes waiting, MAX_WRITE_QUEUE_DEPTH); retry shortly",
+                    details={"retry_after": 1, "depth": self._depth},
+                )
+            self._depth += 1
+        return self._put(WRITE, fn, counted=True)
+
+    def record(self, fn: Callable[[], T]) -> Future[T]:
+        """Queue the small write a read needs (a trace, a receipt) ahead of other writes."""
+        return self._put(BOOKKEEPING, fn)
+
+    def coalesce(self, key: str, job: Callable[[], object]) -> None:
+        """Queue ``job`` as a write unless a job under ``key`` is already waiting to run (it does the same work,
+        e.g. applying all pending feedback). When the queue is full nothing is queued: the work stays pending
+        and the next such job does it."""
+        with self._lock:
+            if key in self._waiting:
+                return
+            self._waiting.add(key)
+
+        def run() -> object:
+            with self._lock:
+                self._waiting.discard(key)
+            return job()
+
+        try:
+            self.write(run)
+        except Overloaded:
+            with self._lock:
+                self._waiting.discard(key)
+
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every write queued so far has run."""
+        self._put(WRITE, lambda: None).result(timeout)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Run what is queued, then stop the writer (at exit, so nothing accepted is dropped)."""
+        if self._writer.is_alive():
+            self._jobs.put((STOP, next(self._order), None, None, False))
+            self._writer.join(timeout)
+        self._reads.shutdown(wait=True)
+
+    def _put(self, priority: int, fn: Callable[[], T], *, counted: bool = False) -> Future[T]:
+        """Queue ``fn``; a ``counted`` job holds one place of the write depth until it has run."""
+        future: Future[T] = Future()
+        self._jobs.put((priority, next(self._order), fn, future, counted))
+        return future
+
+    def _write_loop(self) -> None:
+        while True:
+            priority, _, fn, future, counted = self._jobs.get()
+            if priority == STOP:
+                return
+            try:
+                if future.set_running_or_notify_cancel():
+                    future.set_result(_with_connections(fn))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                future.set_exception(exc)
+            finally:
+                if counted:
+                    with self._lock:
+                        self._depth -= 1
+
+
+def _with_connections(fn: Callable[[], T]) -> T:
+    close_old_connections()
+    try:
+        return fn()
+    finally:
+        close_old_connections()
+
+
+_booth: Booth | None = None
+_booth_lock = threading.Lock()
+
+
+def get_booth() -> Booth:
+    """The process's booth, created on first use."""
+    global _booth
+    with _booth_lock:
+        if _booth is None:
+            _booth = Booth(S("READ_WORKERS"))
+        return _booth

@@ -1,0 +1,98 @@
+"""Small, strict readers of environment variables (no Django import)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from core.defaults import CHOICES
+
+
+class SettingError(ValueError):
+    """A configuration value that cannot be used; the message says which and why."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_value(name: str, raw: str, default: object) -> object:
+    """Parse ``raw`` as the type of ``default``; raise SettingError naming ``name``."""
+    text = raw.strip()
+    try:
+        if isinstance(default, bool):
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError("expected one of true/false/1/0/yes/no/on/off")
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            value = float(text)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError("expected a finite number")
+            return value
+    except ValueError as exc:
+        raise SettingError(f"{name}={raw!r} is not valid: {exc}") from None
+    if name in CHOICES and text not in CHOICES[name]:
+        raise SettingError(f"{name}={raw!r} is not valid: expected one of {', '.join(CHOICES[name])}")
+    return text
+
+
+def env_value(name: str, default: object, environ: dict[str, str] | None = None) -> object:
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    return default if raw is None or raw == "" else parse_value(name, raw, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    return bool(env_value(name, default))
+
+
+def env_str(name: str, default: str) -> str:
+    return str(env_value(name, default))
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry for a ``postgres://`` or ``sqlite:///`` URL."""
+    parsed = urlparse(url)
+    if parsed.scheme in ("postgres", "postgresql", "pgsql"):
+        name = parsed.path.lstrip("/")
+        if not name:
+            raise SettingError(f"DATABASE_URL={url!r} names no database (postgres://user:pass@host:5432/NAME)")
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(name),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": 60,
+        }
+    if parsed.scheme == "sqlite":
+        # sqlite:///relative/path or sqlite:////absolute/path
+        return sqlite_database(unquote(parsed.path[1:]))
+    raise SettingError(
+        f"DATABASE_URL={url!r} has an unsupported scheme {parsed.scheme!r}; use postgres:// or sqlite:///"
+    )
+
+
+def sqlite_database(path: str) -> dict[str, object]:
+    """SQLite in WAL mode, with a busy timeout and IMMEDIATE write transactions."""
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        # Persistent: each booth thread keeps its connection and its warm page cache.
+        "CONN_MAX_AGE": None,
+        "OPTIONS": {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;"
+            ),
+        },
+        # Tests use a file too, so the booth's threads share it (an in-memory database is per connection).
+        "TEST": {"NAME": str(Path(path).with_name("test-" + Path(path).name))},
+    }

@@ -1,0 +1,19 @@
+"""Retrieving and rating: what an agent does on every turn.
+
+Walk of a retrieval (graph.services.retrieval, on a read worker): the caller checked and feedback debts
+enforced (grains, graph), entry points found (graph.search: FTS5 or PostgreSQL full text; graph.semantic when
+on), signal propagated along conduits and cluster hubs (graph.algorithms.propagation), ranked and re-ranked
+(graph.services.ranker), superseded grains placed under their successors (grains.selectors), contradictions
+flagged; then one short write on the writer's bookkeeping lane: the trace, the returned grains touched, the
+counters and the activity event.
+
+Walk of feedback: accepted at once (graph.services.learning: the trace must be the caller's own), applied in
+the background by one coalesced write (conduits strengthened or weakened, shortcuts, confidence, the ranker
+and the learned cues).
+"""
+from __future__ import annotations
+
+from graph.services.learning import feedback_accept, feedback_apply_pending, feedback_record
+from graph.services.retrieval import grain_retrieve
+
+__all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve"]

@@ -1,0 +1,66 @@
+"""The Celery tasks: one per periodic action, each safe to run twice (fluxsite/celery.py schedules them)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+
+from core.errors import Conflict
+from memory import upkeep
+from memory.dreaming import dream_run
+from memory.forgetting import tombstones_expire
+
+
+@shared_task(name="graph.decay_sweep")
+def decay_sweep_task() -> dict:
+    """Apply lazy decay and the lifecycle moves everywhere (idempotent)."""
+    result = upkeep.decay_sweep()
+    return {"examined": result.examined, "moved": result.moved}
+
+
+@shared_task(name="graph.cluster_rebuild")
+def cluster_rebuild_task() -> dict:
+    """Re-cluster the active graph (deterministic; a concurrent second run is skipped)."""
+    return asdict(upkeep.cluster_rebuild())
+
+
+@shared_task(name="graph.embed_missing")
+def embed_missing_task() -> dict:
+    """Embed grains that have no vector yet (a no-op when semantic entry is off)."""
+    return {"embedded": upkeep.embed_missing()}
+
+
+@shared_task(name="epistemic.epistemic_pass")
+def epistemic_pass_task() -> dict:
+    """Compare grains stored since the last pass with their nearest grains (resumes where it stopped)."""
+    return asdict(upkeep.epistemic_pass())
+
+
+@shared_task(name="dreams.dream_run")
+def dream_run_task() -> dict:
+    """Consolidate the best clumps not dreamt of yet (an unchanged clump is never dreamt of twice); skipped while
+    another run (e.g. one asked for through REST) is going."""
+    try:
+        return asdict(dream_run())
+    except Conflict as exc:
+        return {"skipped": exc.message}
+
+
+@shared_task(name="vitals.vitals_snapshot")
+def vitals_snapshot_task() -> dict:
+    """Snapshot every signal, raise and clear warnings (alerts go out in the background)."""
+    result = upkeep.vitals_snapshot()
+    for alert in result.alerts:
+        alert.result()  # a worker process may exit right after its task: let the alerts finish first
+    return {"status": result.snapshot.status, "raised": result.raised, "cleared": result.cleared}
+
+
+@shared_task(name="grains.broker_cleanup")
+def broker_cleanup_task() -> int:
+    return upkeep.broker_cleanup()
+
+
+@shared_task(name="grains.tombstones_expire")
+def tombstones_expire_task() -> int:
+    """Clear the restore data of tombstones whose restore window has ended (idempotent)."""
+    return tombstones_expire()
