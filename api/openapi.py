@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 
 from core.defaults import DEFAULTS
+from core.validate import MAX_OFFSET
 from grains.callers import CALLER_ROLES
 from grains.models import Provenance, Status
 from graph.models import RELATION_KINDS
@@ -182,7 +183,7 @@ SCHEMA = {
                 {"name": "status", "in": "query", "schema": {"type": "string", "enum": [s.value for s in Status]}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                             "maximum": 2**31 - 1}},
+                                                             "maximum": MAX_OFFSET}},
             ]),
         "/grains/{grain_id}": _get(
             "A grain with its conduits, confidence history and traces; format=dossier adds its relations and "
@@ -203,7 +204,7 @@ SCHEMA = {
                                                                       "maximum": 2**63 - 1}},
                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                        {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                                    "maximum": 2**31 - 1}},
+                                                                    "maximum": MAX_OFFSET}},
                    ]),
             **_post("Assert a typed relation between two grains (applied once: confidence, supersession)",
                     {"type": "object", "required": ["source_id", "target_id", "kind"], "additionalProperties": False,
@@ -221,7 +222,7 @@ SCHEMA = {
             parameters=[
                 {"name": "status", "in": "query", "schema": {"type": "string", "enum": ["accepted", "rejected"]}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
             ]),
         "/dreams/run": _post(
             "Run the dream cycle now (the body is an empty JSON object: the cycle takes no arguments); one run at "
@@ -231,7 +232,7 @@ SCHEMA = {
             "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400,
             parameters=[
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}},
+                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
             ]),
     },
     "components": {"schemas": {"Grain": GRAIN, "StoreItem": STORE_ITEM, "Stored": STORED,

@@ -16,6 +16,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from core.booth import get_booth
 from core.errors import FluxError, InvalidInput, TooLarge
 from core.http import error_body, flux_error_response
+from core.validate import MAX_OFFSET, int_query
 from grains.callers import parse_caller, refuse_reserved
 
 log = logging.getLogger("flux.api")
@@ -95,16 +96,12 @@ def json_object(request: Request, *, allowed: set[str], required: set[str] = fro
 
 def int_param(request: Request, name: str, default: int, low: int | None = None, high: int | None = None) -> int:
     """An integer query parameter (``default`` when absent), within [low, high] when given."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"'{name}' must be an integer, got {raw!r}", details={"field": name}) from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise InvalidInput(f"'{name}' must be an integer from {low} to {high}, got {value}", details={"field": name})
-    return value
+    return int_query(request.query_params.get(name), name, default, low=low, high=high)
+
+
+def page_params(request: Request, *, limit: int = 50) -> tuple[int, int]:
+    """``limit`` (1-1000, default ``limit``) and ``offset`` of a listing."""
+    return int_param(request, "limit", limit, 1, 1000), int_param(request, "offset", 0, 0, MAX_OFFSET)
 
 
 def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:

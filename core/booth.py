@@ -125,6 +125,12 @@ def _with_connections(fn: Callable[[], T]) -> T:
         close_old_connections()
 
 
+def inline(fn: Callable[[], T]) -> T:
+    """Run a write here and now, in the caller's thread: what services do when no booth is given (scripts,
+    tests, the embedded SDK, Celery tasks)."""
+    return fn()
+
+
 _booth: Booth | None = None
 _booth_lock = threading.Lock()
 

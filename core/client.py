@@ -77,19 +77,25 @@ class RestClient:
 
     # --- the API, one method per endpoint an SDK or tool uses --------------------------------------------------
 
-    def post(self, path: str, body: Mapping[str, Any], *, caller: Caller | None = None) -> dict[str, Any]:
-        return self.request("POST", path, body=body, caller=caller)
+    def post(self, path: str, body: Mapping[str, Any], *, caller: Caller | None = None,
+             api_key: str | None = None) -> dict[str, Any]:
+        return self.request("POST", path, body=body, caller=caller, api_key=api_key)
 
-    def get(self, path: str, *, query: Mapping[str, Any] | None = None, caller: Caller | None = None) -> dict[str, Any]:
+    def get(self, path: str, *, query: Mapping[str, Any] | None = None, caller: Caller | None = None,
+            api_key: str | None = None) -> dict[str, Any]:
         return self.request("GET", path, query={k: v for k, v in (query or {}).items() if v is not None},
-                            caller=caller)
+                            caller=caller, api_key=api_key)
 
     def request(self, method: str, path: str, *, body: Mapping[str, Any] | None = None,
-                query: Mapping[str, Any] | None = None, caller: Caller | None = None) -> dict[str, Any]:
-        """One call, retried on 429/503 after Retry-After (at most ``retries`` times, ``max_retry_wait`` s in all)."""
+                query: Mapping[str, Any] | None = None, caller: Caller | None = None,
+                api_key: str | None = None) -> dict[str, Any]:
+        """One call, retried on 429/503 after Retry-After (at most ``retries`` times, ``max_retry_wait`` s in all).
+
+        ``api_key`` is sent instead of the client's own key for this call (the MCP server passes on the key
+        of the agent that called it)."""
         target = self._parts.path + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = None if body is None else json.dumps(body).encode("utf-8")
-        headers = self._headers(data is not None, caller)
+        headers = self._headers(data is not None, caller, api_key or self.api_key)
         waited = 0.0
         for attempt in range(self.retries + 1):
             status, raw, retry_after = self._send(method, target, data, headers)
@@ -108,14 +114,14 @@ class RestClient:
 
     # --- transport ----------------------------------------------------------------------------------------------
 
-    def _headers(self, has_body: bool, caller: Caller | None) -> dict[str, str]:
+    def _headers(self, has_body: bool, caller: Caller | None, api_key: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if has_body:
             headers["Content-Type"] = "application/json"
         if caller is not None:
             headers["X-Flux-Client"], headers["X-Flux-Role"] = caller
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         return headers
 
     def _connection(self) -> http.client.HTTPConnection:

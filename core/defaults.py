@@ -134,6 +134,8 @@ SETTINGS: list[Setting] = [
         ("REST_PORT", 7465, "Port of the REST API."),
         ("DASHBOARD_HOST", "127.0.0.1", "Address the dashboard binds to (`flux start --broadcast` makes it 0.0.0.0)."),
         ("DASHBOARD_PORT", 7462, "Port of the dashboard (pages, read-only data, websocket; never the write API)."),
+        ("MCP_HOST", "127.0.0.1", "Address the MCP server over streamable HTTP binds to (beyond loopback only with API keys)."),
+        ("MCP_PORT", 7464, "Port of the MCP server over streamable HTTP (`flux start` runs it beside REST; path /mcp)."),
         ("DASHBOARD_FULL_GRAPH_MAX", 3000, "Grains up to which the dashboard draws every grain at once; above it, clusters first and members on zoom."),
         ("DASHBOARD_MAX_EDGES", 20000, "Most conduits the dashboard draws in one view (the strongest)."),
         ("DASHBOARD_POLL_SECONDS", 0.5, "How often the dashboard process reads new activity-log events to relay to open pages."),

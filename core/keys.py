@@ -144,8 +144,10 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def open_rest_refusal(host: str, api_keys: str, data_dir: Path) -> str | None:
-    """Why the REST API may not listen on ``host`` (beyond loopback without API keys), or None."""
+def open_rest_refusal(host: str, api_keys: str, data_dir: Path, *, what: str = "REST API",
+                      setting: str = "REST_HOST") -> str | None:
+    """Why the REST API (or ``what``, bound by ``setting``) may not listen on ``host`` (beyond loopback without API
+    keys), or None."""
     if _loopback(host):
         return None
     try:
@@ -153,5 +155,5 @@ def open_rest_refusal(host: str, api_keys: str, data_dir: Path) -> str | None:
             return None
     except KeySettingError as exc:
         return str(exc)
-    return (f"the REST API would listen on {host} without API keys: anyone who reaches it could read and change "
-            "the memory. Add a key (`flux keys add --name <instance> CLIENT`) or bind REST_HOST to 127.0.0.1")
+    return (f"the {what} would listen on {host} without API keys: anyone who reaches it could read and change "
+            f"the memory. Add a key (`flux keys add --name <instance> CLIENT`) or bind {setting} to 127.0.0.1")

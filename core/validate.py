@@ -1,9 +1,14 @@
 """Checks of caller-given primitives shared by every service."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from django.utils.dateparse import parse_datetime
+
 from core.errors import InvalidInput
 
 MAX_ID = 2**63 - 1  # the database's integer range
+MAX_OFFSET = 2**31 - 1  # the furthest a listing may be paged
 
 
 def require_id(value: object, field: str) -> int:
@@ -19,3 +24,34 @@ def require_bool(value: object, field: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"'{field}' must be true or false, got {value!r}", details={"field": field})
     return value
+
+
+def int_query(raw: str | None, name: str, default: int | None, *, low: int | None = None,
+              high: int | None = None) -> int | None:
+    """A whole number from a query parameter (``default`` when absent or empty), within [low, high] when
+    given; InvalidInput naming ``name`` otherwise. One parser for every listener's query strings."""
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"'{name}' must be a whole number, got {raw!r}", details={"field": name}) from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if low is not None and high is not None else (
+            f"at least {low}" if low is not None else f"at most {high}")
+        raise InvalidInput(f"'{name}' must be {bounds}, got {value}", details={"field": name})
+    return value
+
+
+def iso_datetime(value: object, field: str) -> datetime:
+    """An aware date-time from an ISO 8601 string (or a datetime); UTC when it names no zone; else
+    InvalidInput naming ``field``."""
+    parsed = value if isinstance(value, datetime) else None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise InvalidInput(f"'{field}' {value!r} is not an ISO 8601 date-time", details={"field": field})
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

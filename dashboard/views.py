@@ -13,8 +13,9 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.static import serve
 
 from core.conf import flux_setting as S
-from core.errors import FluxError, InvalidInput
+from core.errors import FluxError
 from core.http import error_body, flux_error_response
+from core.validate import int_query
 from dashboard import selectors
 from memory.dossier import grain_dossier
 
@@ -73,16 +74,7 @@ def data(fn: Callable[..., object]) -> Callable[..., HttpResponse]:
 
 def _int_param(request: HttpRequest, name: str, default: int | None, *, low: int = 0,
                high: int | None = None) -> int | None:
-    raw = request.GET.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"{name!r} must be a whole number, not {raw!r}", details={"field": name}) from None
-    if value < low or (high is not None and value > high):
-        raise InvalidInput(f"{name!r} must be between {low} and {high}", details={"field": name})
-    return value
+    return int_query(request.GET.get(name), name, default, low=low, high=high)
 
 
 @data

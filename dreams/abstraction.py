@@ -2,8 +2,9 @@
 answer, and the extractive summary used when no LLM is configured."""
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+
+from core.answers import answer_field
 
 PROMPT = """Below are related statements from a long-term memory, most central first.
 Write ONE short higher-level statement (one or two sentences) that says what they have in common.
@@ -24,11 +25,7 @@ def abstraction_prompt(sources: Sequence[str]) -> str:
 
 def parse_abstraction(answer: str, *, max_chars: int) -> str:
     """The abstraction of a model answer ``{"abstraction": str}``, whitespace collapsed."""
-    try:
-        data = json.loads(answer)
-    except (TypeError, ValueError):
-        raise BadAbstraction(f"the model did not answer JSON: {str(answer)[:200]!r}") from None
-    text = data.get("abstraction") if isinstance(data, dict) else None
+    text = answer_field(answer, "abstraction", BadAbstraction)
     if not isinstance(text, str) or not text.strip():
         raise BadAbstraction(f"the model's JSON has no text under 'abstraction': {str(answer)[:200]!r}")
     text = " ".join(text.split())

@@ -6,8 +6,7 @@ a bad answer, never a guess.
 """
 from __future__ import annotations
 
-import json
-
+from core.answers import answer_field
 from epistemic.rules import Relation
 
 PROMPT = """Two statements from a long-term memory. A was recorded before B.
@@ -43,16 +42,12 @@ def judge_prompt(new: str, old: str) -> str:
 
 def parse_verdict(answer: str) -> Relation | None:
     """The relation a judge answer names, None for "none"; BadVerdict for anything else."""
-    try:
-        data = json.loads(answer)
-    except (TypeError, ValueError):
-        raise BadVerdict(f"the judge did not answer JSON: {str(answer)[:200]!r}") from None
-    relation = data.get("relation") if isinstance(data, dict) else None
+    relation = answer_field(answer, "relation", BadVerdict, who="the judge")
     if relation == "none":
         return None
     if relation not in _MEANING:
         raise BadVerdict(f"the judge named no known relation: {str(answer)[:200]!r}")
-    reason = data.get("reason")
+    reason = answer_field(answer, "reason", BadVerdict, who="the judge")
     kind, source = _MEANING[relation]
     return Relation(kind=kind, source=source,
                     reason=("llm: " + reason.strip())[:200] if isinstance(reason, str) and reason.strip() else "llm")

@@ -21,7 +21,7 @@ from grains.activity import activity_record
 from grains.callers import caller_acting
 from grains.confidence import contradiction_loser
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.models import Caller, Grain, Status
+from grains.models import HAPPENED_AT, Caller, Grain, Status
 from graph.models import RELATION_KINDS, Conduit, ConduitKind
 from graph.services.conduits import conduit_relate
 
@@ -68,7 +68,7 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
 
 
 def when(grain: Grain) -> float:
-    return (grain.occurred_at or grain.created_at).timestamp()
+    return grain.happened_at.timestamp()
 
 
 def apply_found(new: Grain, old: Grain, relation: Relation, *, asserted_by: str, now: datetime) -> Conduit | None:
@@ -106,9 +106,8 @@ def relations_find(grains: list[Grain], near: dict[int, list[tuple[int, float]]]
     pairs = near_pairs(grains, near)
     texts = {g.pk: (g.content, when(g)) for g in grains}
     wanted = [gid for pair in pairs for gid in pair if gid not in texts]
-    for gid, content, occurred, created in Grain.objects.filter(pk__in=wanted).values_list(
-            "pk", "content", "occurred_at", "created_at"):
-        texts[gid] = (content, (occurred or created).timestamp())
+    for gid, content, happened in Grain.objects.filter(pk__in=wanted).values_list("pk", "content", HAPPENED_AT):
+        texts[gid] = (content, happened.timestamp())
     found = []
     for old_id, new_id in pairs:
         if old_id not in texts or new_id not in texts:

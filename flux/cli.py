@@ -65,7 +65,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     print(f"Started instance {args.name!r} ({_pids(started)}); logs in {instance.log_dir}")
     _print_urls(instance, broadcast=args.broadcast)
     print(f"  Admin:     flux admin --name {args.name}")
-    print(f"  MCP:       add a snippet from {instance.integrations} to your MCP client")
+    print(f"  MCP:       add a snippet from {instance.integrations} to your MCP client (stdio or HTTP)")
     if args.foreground:
         print("Running in the foreground; Ctrl-C stops every process.", flush=True)
         return processes.wait_foreground(instance, procs)
@@ -75,6 +75,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _print_urls(instance: Instance, *, broadcast: bool) -> None:
     print(f"  REST API:  {instance.rest_url()}   (health: {instance.rest_url()}/health)")
     print(f"  Dashboard: {instance.dashboard_url()}/")
+    print(f"  MCP (HTTP): {instance.mcp_url()}   (stdio: flux mcp --name {instance.name})")
     token = processes.view_token(instance) if broadcast else None
     if token:
         port = instance.setting("DASHBOARD_PORT")

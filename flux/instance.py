@@ -116,6 +116,10 @@ class Instance:
     def dashboard_url(self) -> str:
         return _url(str(self.setting("DASHBOARD_HOST")), self.setting("DASHBOARD_PORT"))
 
+    def mcp_url(self) -> str:
+        """The MCP server's streamable-HTTP endpoint."""
+        return _url(str(self.setting("MCP_HOST")), self.setting("MCP_PORT")) + "/mcp"
+
 
 def _url(host: str, port: object) -> str:
     """The URL a local client reaches a listener at (a wildcard bind is reached on loopback)."""

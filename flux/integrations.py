@@ -1,4 +1,5 @@
-"""MCP client snippets for an instance: each client launches `python -m flux mcp --name NAME` over stdio."""
+"""MCP client snippets for an instance: each client launches `python -m flux mcp --name NAME` over stdio, or
+(the ``*_http`` ones) connects to the instance's MCP server over streamable HTTP, with its API key if it has one."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,11 @@ def _toml_string(text: str) -> str:
 def snippets(instance: Instance) -> dict[str, str]:
     """File name -> content, for Codex, Claude Desktop, Claude Code, Cursor and any other client."""
     key = f"flux-{instance.name}"
+    return {**_stdio(instance, key), **_http(instance, key)}
+
+
+def _stdio(instance: Instance, key: str) -> dict[str, str]:
+    """Each client launches the stdio server itself."""
     spec = _server(instance)
     toml = [f'[mcp_servers."{key}"]', f"command = {_toml_string(spec['command'])}",
             "args = [" + ", ".join(_toml_string(a) for a in spec["args"]) + "]"]
@@ -36,6 +42,26 @@ def snippets(instance: Instance) -> dict[str, str]:
         "claude_code.json": servers,
         "cursor.json": servers,
         "generic.json": json.dumps(generic, indent=2) + "\n",
+    }
+
+
+def _http(instance: Instance, key: str) -> dict[str, str]:
+    """The same server over streamable HTTP: its URL and, when the instance has one, its API key as a header."""
+    url = instance.mcp_url()
+    api_key = str(instance.setting("API_KEY") or "")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    toml = [f'[mcp_servers."{key}"]', f"url = {_toml_string(url)}"]
+    if headers:
+        toml.append("http_headers = { " + ", ".join(f"{k} = {_toml_string(v)}" for k, v in headers.items()) + " }")
+    entry = {"url": url, **({"headers": headers} if headers else {})}
+    return {
+        "codex_http.toml": "# Add to ~/.codex/config.toml (needs `flux start`: the MCP server runs beside REST)\n"
+                           + "\n".join(toml) + "\n",
+        "claude_code_http.json": json.dumps({"mcpServers": {key: {"type": "http", **entry}}}, indent=2) + "\n",
+        "cursor_http.json": json.dumps({"mcpServers": {key: entry}}, indent=2) + "\n",
+        "generic_http.json": json.dumps({"name": key, "transport": "streamable-http", **entry,
+                                         "note": "Connect while `flux start` runs; call flux_onboard first."},
+                                        indent=2) + "\n",
     }
 
 

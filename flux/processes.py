@@ -29,16 +29,17 @@ class Service:
 
 
 # A word of each service's command line, so a recycled pid is never taken for it.
-MARKERS = {"rest": "fluxsite.asgi", "dashboard": "fluxsite.dashboard_asgi", "worker": "celery"}
+MARKERS = {"rest": "fluxsite.asgi", "dashboard": "fluxsite.dashboard_asgi", "worker": "celery", "mcp": "flux_mcp"}
 BROADCAST_HOST = "0.0.0.0"
 VIEW_TOKEN_ENV = "FLUX_VIEW_TOKEN"  # read by dashboard/access.py
 SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
 def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
-    """What `flux start` runs for an instance: the REST API and the dashboard, each under its own daphne, and a
-    Celery worker with beat embedded (periodic maintenance; the in-memory scheduler needs no file). With
-    ``broadcast`` only the dashboard listens on every interface; the REST API stays where REST_HOST says."""
+    """What `flux start` runs for an instance: the REST API and the dashboard, each under its own daphne, a
+    Celery worker with beat embedded (periodic maintenance; the in-memory scheduler needs no file), and the MCP
+    server over streamable HTTP (a client of REST). With ``broadcast`` only the dashboard listens on every
+    interface; the REST API stays where REST_HOST says, the MCP server where MCP_HOST says."""
     dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
     return [
         Service("rest", [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")),
@@ -48,6 +49,7 @@ def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
                 MARKERS["dashboard"]),
         Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
                            "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], MARKERS["worker"]),
+        Service("mcp", [python(), "-m", "django", "flux_mcp", "--http"], MARKERS["mcp"]),
     ]
 
 
@@ -145,14 +147,17 @@ def _check_ports(instance: Instance, broadcast: bool) -> None:
     check_port_free(str(instance.setting("REST_HOST")), int(instance.setting("REST_PORT")), "REST_PORT", instance)
     check_port_free(BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
                     int(instance.setting("DASHBOARD_PORT")), "DASHBOARD_PORT", instance)
+    check_port_free(str(instance.setting("MCP_HOST")), int(instance.setting("MCP_PORT")), "MCP_PORT", instance)
 
 
 def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0) -> dict[str, subprocess.Popen]:
     """Start every service detached (each in its own session, so `flux stop` can signal it and its children),
     then wait until the REST API's /health and the dashboard answer."""
-    refusal = open_rest_refusal(str(instance.setting("REST_HOST")), str(instance.setting("API_KEYS")), instance.path)
-    if refusal:
-        raise InstanceError(refusal)
+    for setting, what in (("REST_HOST", "REST API"), ("MCP_HOST", "MCP server")):
+        refusal = open_rest_refusal(str(instance.setting(setting)), str(instance.setting("API_KEYS")), instance.path,
+                                    what=what, setting=setting)
+        if refusal:
+            raise InstanceError(refusal)
     _check_ports(instance, broadcast)
     migrate(instance)
     instance.run_dir.mkdir(exist_ok=True)
@@ -171,7 +176,8 @@ def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0)
         procs[service.name] = proc
     if broadcast:
         (instance.run_dir / "broadcast").write_text(token + "\n")
-    for name, url in (("rest", instance.rest_url() + "/health"), ("dashboard", instance.dashboard_url() + "/")):
+    for name, url in (("rest", instance.rest_url() + "/health"), ("dashboard", instance.dashboard_url() + "/"),
+                      ("mcp", instance.mcp_url())):
         try:
             wait_for_http(url, timeout=timeout, proc=procs[name])
         except (RuntimeError, TimeoutError) as exc:

@@ -16,9 +16,7 @@ from core.validate import require_id
 from grains.audit import audit_record, require_reason
 from grains.callers import caller_resolve
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.models import Caller, Grain, Status
-
-STATUSES = [s.value for s in Status]
+from grains.models import Caller, Grain, require_status
 
 
 def _grain(grain_id: int) -> Grain:
@@ -32,8 +30,7 @@ def grain_status_set(*, grain_id: int, status: str, reason: str, actor: str | Ca
                      now: datetime | None = None) -> Grain:
     """Move a grain to ``status`` by hand (e.g. quarantine a wrong fact, wake an archived one); audited."""
     reason, now = require_reason(reason), now or timezone.now()
-    if status not in STATUSES:
-        raise InvalidInput(f"'status' {status!r} is not one of {', '.join(STATUSES)}", details={"field": "status"})
+    require_status(status)
     with transaction.atomic():
         grain, who = _grain(grain_id), caller_resolve(actor, now=now)
         before = grain.status

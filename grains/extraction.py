@@ -1,7 +1,7 @@
 """flux_extracts mode, the pure part: the prompt that asks for atomic facts and a strict reading of the answer."""
 from __future__ import annotations
 
-import json
+from core.answers import answer_field
 
 PROMPT = """Extract the distinct facts stated in the text below, for a long-term memory.
 Each fact is one short sentence that makes sense on its own: name people and things instead of using
@@ -24,11 +24,7 @@ def extraction_prompt(text: str) -> str:
 
 def parse_facts(answer: str, *, max_facts: int, max_chars: int) -> list[str]:
     """The facts of a model answer ``{"facts": [str, ...]}``, trimmed and without repeats."""
-    try:
-        data = json.loads(answer)
-    except (TypeError, ValueError):
-        raise BadAnswer(f"the model did not answer JSON: {str(answer)[:200]!r}") from None
-    facts = data.get("facts") if isinstance(data, dict) else None
+    facts = answer_field(answer, "facts", BadAnswer)
     if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
         raise BadAnswer(f"the model's JSON has no list of strings under 'facts': {str(answer)[:200]!r}")
     cleaned = list(dict.fromkeys(" ".join(f.split()) for f in facts if f.strip()))

@@ -1,6 +1,14 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
+from django.db.models.functions import Coalesce
+
+from core.errors import InvalidInput
+
+# The same in a query: when each grain's fact happened.
+HAPPENED_AT = Coalesce("occurred_at", "created_at")
 
 
 class Provenance(models.TextChoices):
@@ -17,6 +25,13 @@ class Status(models.TextChoices):
     DORMANT = "dormant"
     QUARANTINED = "quarantined"
     ARCHIVED = "archived"
+
+
+def require_status(status: object) -> str:
+    """``status`` if it is one of the four, else InvalidInput naming the field."""
+    if status not in Status.values:
+        raise InvalidInput(f"'status' {status!r} is not one of {', '.join(Status.values)}", details={"field": "status"})
+    return status
 
 
 class Tier(models.TextChoices):
@@ -106,6 +121,11 @@ class Grain(models.Model):
             models.Index(fields=["last_decayed_at"], name="grain_last_decayed"),
             models.Index(fields=["cluster_id", "id"], name="grain_cluster_id"),
         ]
+
+    @property
+    def happened_at(self) -> datetime:
+        """When the fact happened: ``occurred_at`` if the caller said, else when it was stored."""
+        return self.occurred_at or self.created_at
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.content[:60]}"

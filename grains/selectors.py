@@ -4,10 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from core.errors import InvalidInput
-from grains.models import Caller, Grain, Status, Tombstone
+from core.validate import MAX_OFFSET
+from grains.models import Caller, Grain, Tombstone, require_status
 
-STATUSES = [s.value for s in Status]
-MAX_OFFSET = 2**31 - 1
 LIST_FIELDS = ("id", "content", "provenance", "status", "tier", "confidence", "weight", "level", "retrievals",
                "useful_count", "not_useful_count", "context", "occurred_at", "created_at", "last_accessed_at",
                "superseded_by", "cluster_id")
@@ -15,8 +14,8 @@ LIST_FIELDS = ("id", "content", "provenance", "status", "tier", "confidence", "w
 
 def grain_list(*, status: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
     """Grains, newest first, optionally of one status."""
-    if status is not None and status not in STATUSES:
-        raise InvalidInput(f"'status' {status!r} is not one of {', '.join(STATUSES)}", details={"field": "status"})
+    if status is not None:
+        require_status(status)
     for name, value, low, top in (("limit", limit, 1, 1000), ("offset", offset, 0, MAX_OFFSET)):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= top:
             raise InvalidInput(f"'{name}' must be an integer from {low} to {top}, got {value!r}",

@@ -8,11 +8,10 @@ from datetime import datetime
 from typing import TypeVar
 
 from django.db.models import F
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from core.conf import flux_setting as S
 from core.errors import InvalidInput, Tombstoned
+from core.validate import iso_datetime
 from grains.activity import activity_record
 from grains.audit import audit_record
 from grains.content import content_hash, normalise
@@ -81,20 +80,14 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
 
 
 def _when(value: object, index: int | None) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = parse_datetime(value)
-        except ValueError:
-            parsed = None
-        if parsed is None:
-            raise _bad(f"'occurred_at' {value!r} is not an ISO 8601 date-time", "occurred_at", index)
-    else:
+    if value is None:
+        return None
+    if not isinstance(value, (str, datetime)):
         raise _bad("'occurred_at' must be an ISO 8601 date-time string", "occurred_at", index)
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
-    return parsed
+    try:
+        return iso_datetime(value, "occurred_at")
+    except InvalidInput as exc:
+        raise _bad(exc.message, "occurred_at", index) from None
 
 
 def _prior(provenance: str) -> float:

@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from core.errors import NotFound
 from core.validate import require_id
-from grains.models import Caller, Grain, Status
+from grains.models import HAPPENED_AT, Caller, Grain, Status
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
 from graph.models import Cluster, Conduit, ConduitKind, Trace, TraceItem
@@ -98,8 +98,7 @@ def grain_dates(ids: Sequence[int]) -> dict[int, datetime]:
     """When each of ``ids`` happened: its occurred_at, else when it was stored (one query per 900 ids)."""
     dates: dict[int, datetime] = {}
     for chunk in _chunks(list(ids)):
-        for gid, occurred, created in Grain.objects.filter(pk__in=chunk).values_list("pk", "occurred_at", "created_at"):
-            dates[gid] = occurred or created
+        dates.update(Grain.objects.filter(pk__in=chunk).values_list("pk", HAPPENED_AT))
     return dates
 
 

@@ -61,24 +61,28 @@ class FluxClient:
         self.base_url = self.rest.base_url
 
     def store(self, content: str, *, provenance: str | None = None, context: str | None = None,
-              occurred_at: str | None = None, restore: bool = False, caller: Caller | None = None) -> dict[str, Any]:
+              occurred_at: str | None = None, restore: bool = False, caller: Caller | None = None,
+              api_key: str | None = None) -> dict[str, Any]:
         body = _without_none({"content": content, "provenance": provenance, "context": context,
                               "occurred_at": occurred_at, "restore": restore or None})
-        return self.rest.post("/store", body, caller=caller)
+        return self.rest.post("/store", body, caller=caller, api_key=api_key)
 
-    def retrieve(self, query: str, *, limit: int | None = None, caller: Caller | None = None) -> dict[str, Any]:
-        return self.rest.post("/retrieve", _without_none({"query": query, "limit": limit}), caller=caller)
+    def retrieve(self, query: str, *, limit: int | None = None, caller: Caller | None = None,
+                 api_key: str | None = None) -> dict[str, Any]:
+        return self.rest.post("/retrieve", _without_none({"query": query, "limit": limit}), caller=caller,
+                              api_key=api_key)
 
-    def feedback(self, trace_id: int, grain_id: int, *, useful: bool, caller: Caller | None = None) -> dict[str, Any]:
+    def feedback(self, trace_id: int, grain_id: int, *, useful: bool, caller: Caller | None = None,
+                 api_key: str | None = None) -> dict[str, Any]:
         return self.rest.post("/feedback", {"trace_id": trace_id, "grain_id": grain_id, "useful": useful},
-                              caller=caller)
+                              caller=caller, api_key=api_key)
 
-    def health(self) -> dict[str, Any]:
-        return self.rest.get("/health")
+    def health(self, *, api_key: str | None = None) -> dict[str, Any]:
+        return self.rest.get("/health", api_key=api_key)
 
-    def grains(self, *, status: str | None = None, limit: int | None = None,
-               offset: int | None = None) -> dict[str, Any]:
-        return self.rest.get("/grains", query={"status": status, "limit": limit, "offset": offset})
+    def grains(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
+               api_key: str | None = None) -> dict[str, Any]:
+        return self.rest.get("/grains", query={"status": status, "limit": limit, "offset": offset}, api_key=api_key)
 
 
 def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -62,6 +63,14 @@ def _answer(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise tool_error(exc) from None
 
 
+def forwarded_key(ctx: Context | None) -> str | None:
+    """The API key an agent sent with this call over HTTP (``Authorization: Bearer``), passed on to the REST
+    service, which decides the caller's identity from it; None over stdio (the instance's own key is sent)."""
+    headers = ctx.headers if ctx is not None else None
+    scheme, _, key = (headers or {}).get("authorization", "").partition(" ")
+    return key.strip() or None if scheme.lower() == "bearer" else None
+
+
 class FluxTools:
     """The tools, bound to one REST client. Each docstring is the description the agent reads."""
 
@@ -85,6 +94,7 @@ class FluxTools:
         caller_id: CallerId = None,
         client: ClientName = None,
         role: RoleName = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Store a new fact in Flux Memory (storing known content again corroborates it instead).
 
@@ -93,7 +103,8 @@ class FluxTools:
         """
         return _answer(lambda: self.rest.store(content, provenance=provenance, context=context,
                                                occurred_at=occurred_at, restore=restore,
-                                               caller=resolve_caller(caller_id, client, role)))
+                                               caller=resolve_caller(caller_id, client, role),
+                                               api_key=forwarded_key(ctx)))
 
     def flux_retrieve(
         self,
@@ -103,6 +114,7 @@ class FluxTools:
         caller_id: CallerId = None,
         client: ClientName = None,
         role: RoleName = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Retrieve the remembered grains most relevant to a query; call it before answering.
 
@@ -111,7 +123,8 @@ class FluxTools:
         not - or Flux refuses your next retrievals (error feedback_owed).
         """
         return _answer(lambda: self.rest.retrieve(query, limit=limit,
-                                                  caller=resolve_caller(caller_id, client, role)))
+                                                  caller=resolve_caller(caller_id, client, role),
+                                               api_key=forwarded_key(ctx)))
 
     def flux_feedback(
         self,
@@ -121,6 +134,7 @@ class FluxTools:
         caller_id: CallerId = None,
         client: ClientName = None,
         role: RoleName = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Rate one grain returned by flux_retrieve as useful or not: Flux learns from it.
 
@@ -128,20 +142,23 @@ class FluxTools:
         status `accepted` (or `already_recorded` for a repeat).
         """
         return _answer(lambda: self.rest.feedback(trace_id, grain_id, useful=useful,
-                                                  caller=resolve_caller(caller_id, client, role)))
+                                                  caller=resolve_caller(caller_id, client, role),
+                                               api_key=forwarded_key(ctx)))
 
-    def flux_health(self) -> dict[str, Any]:
+    def flux_health(self, ctx: Context | None = None) -> dict[str, Any]:
         """Check that Flux Memory runs: grain counts by status, conduit counts, queue depths."""
-        return _answer(self.rest.health)
+        return _answer(lambda: self.rest.health(api_key=forwarded_key(ctx)))
 
     def flux_list_grains(
         self,
         status: Annotated[Status | None, Field(description="Only grains of this status; all when omitted.")] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most grains to list.")] = 50,
         offset: Annotated[int, Field(ge=0, description="Grains to skip, for paging.")] = 0,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """List stored grains, newest first (for inspecting memory, not for answering: use flux_retrieve)."""
-        return _answer(lambda: self.rest.grains(status=status, limit=limit, offset=offset))
+        return _answer(lambda: self.rest.grains(status=status, limit=limit, offset=offset,
+                                                api_key=forwarded_key(ctx)))
 
     def flux_onboard(self) -> str:
         """How to use Flux Memory: the per-turn workflow, caller identity, the operating mode.

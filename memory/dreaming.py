@@ -16,6 +16,7 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
+from core.booth import inline
 from core.conf import flux_setting as S
 from core.errors import Conflict, LLMBadAnswer, LLMUnavailable
 from dreams.abstraction import BadAbstraction, extractive
@@ -51,7 +52,7 @@ def dream_run(*, now: datetime | None = None, abstract: Abstracter | None = None
     is a Conflict (``dream_running``) naming when the first started.
     """
     now = now or timezone.now()
-    write = run_write or (lambda fn: fn())
+    write = run_write or inline
     lock, taken = write(lambda: lock_take(LOCK, seconds=LOCK_SECONDS))
     if not taken:
         raise Conflict(f"a dream run is already running (started {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC); "

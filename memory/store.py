@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import metrics
+from core.booth import inline
 from core.conf import flux_setting as S
 from core.errors import FluxError, LLMBadAnswer, LLMUnavailable
 from core.llm import ollama_generate_json
@@ -136,7 +137,7 @@ def grain_extract(
 def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit: bool, run_write: Write | None,
            now: datetime, single: bool, source_text: str | None = None) -> tuple[list[StoreResult], Source | None]:
     """The one path of every store (see the module's docstring)."""
-    write = run_write or _inline
+    write = run_write or inline
     caller_check(caller)
     if rate_limit:
         grains_rate_check(caller, len(checked))
@@ -164,7 +165,3 @@ def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit:
     if found:
         write(lambda: relations_record(found, now=now))
     return results, source
-
-
-def _inline(fn: Callable[[], T]) -> T:
-    return fn()

@@ -5,10 +5,10 @@ from datetime import datetime
 
 from django.db.models import Sum
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from core.conf import flux_setting as S
 from core.errors import InvalidInput
+from core.validate import iso_datetime
 from grains.models import Caller, Grain, Status
 from graph.models import Conduit, ConduitKind, Feedback
 from graph.semantic import semantic_state
@@ -66,14 +66,6 @@ def health_history(*, signal: str, since: str | None = None, limit: int = 500) -
         raise InvalidInput(f"'signal' {signal!r} is not one of {', '.join(NAMES)}", details={"field": "signal"})
     rows = Snapshot.objects.order_by("created_at")
     if since:
-        try:
-            when = parse_datetime(since)
-        except ValueError:
-            when = None
-        if when is None:
-            raise InvalidInput(f"'since' {since!r} is not an ISO 8601 date-time", details={"field": "since"})
-        if timezone.is_naive(when):
-            when = timezone.make_aware(when, timezone.utc)
-        rows = rows.filter(created_at__gte=when)
+        rows = rows.filter(created_at__gte=iso_datetime(since, "since"))
     return [{"created_at": created, **values.get(signal, {"value": None, "state": "no_data"})}
             for created, values in rows.values_list("created_at", "signals")[:limit]]

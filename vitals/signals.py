@@ -74,6 +74,17 @@ class Signal:
                            self.window_days, self.measures)
 
 
+class CounterRatio(Signal):
+    """A ratio of two counters summed over the window, times ``scale``; no value while the bottom is 0."""
+
+    top = bottom = ""
+    scale = 1.0
+
+    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
+        ratio = _ratio(counters.get(self.top, 0), counters.get(self.bottom, 0))
+        return None if ratio is None else self.scale * ratio
+
+
 class HighwayCount(Signal):
     name, measures = "highway_count", "conduits whose weight reached HIGHWAY_WEIGHT: the strong paths"
     low, warmup_days, warmup_retrievals, severity = 1, 3.0, 100, "warning"
@@ -93,14 +104,12 @@ class HighwayGrowthRate(Signal):
         return (counters.get("highways_formed", 0) - counters.get("highways_lost", 0)) / self.window_days
 
 
-class ShortcutCreationRate(Signal):
+class ShortcutCreationRate(CounterRatio):
     name, measures = "shortcut_creation_rate", "shortcut conduits created per 100 retrievals"
     high, warmup_retrievals = 30.0, 100
     suggestion = "shortcuts are created for most retrievals: raise SHORTCUT_THRESHOLD so only repeated paths earn one"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        ratio = _ratio(counters.get("shortcuts_created", 0), counters.get("retrievals", 0))
-        return None if ratio is None else 100 * ratio
+    top, bottom = "shortcuts_created", "retrievals"
+    scale = 100.0
 
 
 class ConduitDissolutionRate(Signal):
@@ -112,13 +121,11 @@ class ConduitDissolutionRate(Signal):
         return _ratio(counters.get("conduits_dissolved", 0), gauges.get("conduits", 0))
 
 
-class AvgWeightDropOnFailure(Signal):
+class AvgWeightDropOnFailure(CounterRatio):
     name, measures = "avg_weight_drop_on_failure", "mean weight a path conduit loses on not-useful feedback"
     low, high, warmup_retrievals = 0.005, 0.2, 50
     suggestion = "failures barely change (or wipe out) paths: adjust DECAY_FACTOR"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("weight_drop_sum", 0), counters.get("weight_drops", 0))
+    top, bottom = "weight_drop_sum", "weight_drops"
 
 
 class PromotionEvents(Signal):
@@ -130,59 +137,47 @@ class PromotionEvents(Signal):
         return counters.get("promotions", 0)
 
 
-class AvgHopsPerRetrieval(Signal):
+class AvgHopsPerRetrieval(CounterRatio):
     name, measures = "avg_hops_per_retrieval", "mean hops from the entry point to a returned grain"
     high, window_days, warmup_retrievals = 2.5, 1.0, 50
     suggestion = "answers come from far away: the entry search finds little; store more specific grains"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("returned_hops", 0), counters.get("returned", 0))
+    top, bottom = "returned_hops", "returned"
 
 
-class OrphanRate(Signal):
+class OrphanRate(CounterRatio):
     name, measures = "orphan_rate", "share of grains stored in the window with no conduit at all"
     high, warmup_days = 0.3, 1.0
     suggestion = "many grains arrive unconnected: give them a context, or store related facts together"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("stored_unlinked", 0), counters.get("stored", 0))
+    top, bottom = "stored_unlinked", "stored"
 
 
-class AvgConduitWeight(Signal):
+class AvgConduitWeight(CounterRatio):
     name, measures = "avg_conduit_weight", "mean weight of the conduits on the paths of rated grains"
     low, high, warmup_retrievals = 0.1, 0.9, 50
     suggestion = "paths in use are all very weak (or saturated): check the balance of useful and not-useful feedback"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("path_weight_sum", 0), counters.get("path_conduits", 0))
+    top, bottom = "path_weight_sum", "path_conduits"
 
 
-class RetrievalSuccessRate(Signal):
+class RetrievalSuccessRate(CounterRatio):
     name, measures = "retrieval_success_rate", "share of rated grains rated useful"
     low, warmup_retrievals, severity = 0.25, 50, "critical"
     suggestion = "most retrieved grains are not useful: store atomic facts, and check that queries name what is sought"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("useful", 0), counters.get("rated", 0))
+    top, bottom = "useful", "rated"
 
 
-class FallbackTriggerRate(Signal):
+class FallbackTriggerRate(CounterRatio):
     name, measures = "fallback_trigger_rate", "share of retrievals that fell back to the archive or found nothing"
     high, warmup_retrievals = 0.3, 50
     suggestion = ("many queries find too little among live grains: the memory may lack what is asked, or much is "
                   "archived")
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("fallbacks", 0), counters.get("retrievals", 0))
+    top, bottom = "fallbacks", "retrievals"
 
 
-class FeedbackComplianceRate(Signal):
+class FeedbackComplianceRate(CounterRatio):
     name, measures = "feedback_compliance_rate", "share of returned grains that were rated"
     low, warmup_retrievals, severity = 0.5, 20, "critical"
     suggestion = "callers rate few retrieved grains: call flux_feedback on every returned grain (see flux_onboard)"
-
-    def value(self, counters: Numbers, gauges: Numbers) -> float | None:
-        return _ratio(counters.get("rated", 0), counters.get("returned", 0))
+    top, bottom = "rated", "returned"
 
 
 class CoreGrainCount(Signal):

@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, int_param
+from api.rest import booth_write, page_params
 from dreams.selectors import dream_list
 from memory.dreaming import dream_run
 
@@ -26,6 +26,6 @@ class DreamRunView(APIView):
 class DreamListView(APIView):
     def get(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
-        limit, offset = int_param(request, "limit", 50, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
+        limit, offset = page_params(request)
         return Response({"dreams": dream_list(status=status, limit=limit, offset=offset), "status": status,
                          "limit": limit, "offset": offset})

@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, int_param, json_object, request_caller
+from api.rest import booth_write, json_object, page_params, request_caller
 from core.conf import flux_setting
 from core.errors import InvalidInput
 from grains.selectors import LIST_FIELDS, caller_list, grain_list
@@ -52,7 +52,7 @@ class StoreBatchView(APIView):
 
 class GrainListView(APIView):
     def get(self, request: Request) -> Response:
-        limit, offset = int_param(request, "limit", 50), int_param(request, "offset", 0)
+        limit, offset = page_params(request)
         status = request.query_params.get("status") or None
         grains = grain_list(status=status, limit=limit, offset=offset)
         return Response({"grains": grains, "status": status, "limit": limit, "offset": offset})

@@ -5,7 +5,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, int_param, json_object, request_caller
+from api.rest import booth_write, int_param, json_object, page_params, request_caller
+from core.validate import MAX_ID
 from epistemic.selectors import relation_list
 from memory.corrections import relation_assert
 
@@ -20,8 +21,8 @@ class RelationsView(APIView):
     def get(self, request: Request) -> Response:
         kind = request.query_params.get("kind") or None
         grain = request.query_params.get("grain_id")
-        limit, offset = int_param(request, "limit", 50, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
-        rows = relation_list(kind=kind, grain_id=int_param(request, "grain_id", 0, 1, 2**63 - 1) if grain else None,
+        limit, offset = page_params(request)
+        rows = relation_list(kind=kind, grain_id=int_param(request, "grain_id", 0, 1, MAX_ID) if grain else None,
                              limit=limit, offset=offset)
         return Response({"relations": rows, "kind": kind, "limit": limit, "offset": offset})
 

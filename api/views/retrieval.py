@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_record, int_param, json_object, request_caller
+from api.rest import booth_record, json_object, page_params, request_caller
 from core.booth import get_booth
 from core.validate import require_bool
 from graph.selectors import cluster_list, trace_detail
@@ -42,5 +42,5 @@ class TraceDetailView(APIView):
 
 class ClusterListView(APIView):
     def get(self, request: Request) -> Response:
-        limit, offset = int_param(request, "limit", 100, 1, 1000), int_param(request, "offset", 0, 0, 2**31 - 1)
+        limit, offset = page_params(request, limit=100)
         return Response({"clusters": cluster_list(limit=limit, offset=offset), "limit": limit, "offset": offset})

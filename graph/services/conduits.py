@@ -8,7 +8,7 @@ from django.db.models import Q
 from core import metrics
 from core.conf import flux_setting as S
 from core.rows import model_rebuilt, model_row
-from grains.models import Grain
+from grains.models import HAPPENED_AT, Grain
 from graph.algorithms.learning import clamp, reinforce
 from graph.models import DIRECTED_KINDS, Conduit, ConduitKind
 from graph.policy import conduit_weight_now
@@ -57,9 +57,9 @@ def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
             continue
         if grain.context not in earlier:
             rows = (Grain.objects.filter(context=grain.context, pk__lt=grain.pk, status__in=RETRIEVABLE)
-                    .order_by("-pk").values_list("pk", "occurred_at", "created_at")[:count])
-            earlier[grain.context] = [(pk, occurred or created) for pk, occurred, created in reversed(rows)]
-        when = grain.occurred_at or grain.created_at
+                    .order_by("-pk").values_list("pk", HAPPENED_AT)[:count])
+            earlier[grain.context] = list(reversed(rows))
+        when = grain.happened_at
         chain = earlier[grain.context]
         found[grain.pk] = [pk for pk, at in chain[-count:] if abs(when - at) <= gap]
         chain.append((grain.pk, when))

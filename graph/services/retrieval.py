@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import metrics
+from core.booth import inline
 from core.bulk import bulk_set
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput
@@ -162,7 +163,7 @@ def grain_retrieve(
                                                  superseded_factor=factor), acts, grains_only, limit, factor)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
-    trace, grains = (run_write or _inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now,
+    trace, grains = (run_write or inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now,
                                                            features))
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     sources = abstraction_sources([r.activation.grain_id for r in hubs])
@@ -179,10 +180,6 @@ def grain_retrieve(
 
     return RetrieveResult(trace.pk, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
                           [shown(i, r) for i, r in enumerate(hubs, start=1)])
-
-
-def _inline(fn: Callable[[], T]) -> T:
-    return fn()
 
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],

@@ -40,6 +40,7 @@ def running(tmp_path_factory):
     config = home / "mem" / "config.yaml"
     config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {rest_port}")
                       .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {board_port}")
+                      .replace("# MCP_PORT: 7464", f"MCP_PORT: {free_port()}")
                       + "DECAY_INTERVAL_SECONDS: 2\nDASHBOARD_POLL_SECONDS: 0.2\n")
     started = flux(home, "start", "--name", "mem")
     assert started.returncode == 0, started.stderr

@@ -44,7 +44,8 @@ def instance(tmp_path):
     port = free_port()
     config = home / "mem" / "config.yaml"
     config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {port}")
-                      .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {free_port()}"))
+                      .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {free_port()}")
+                      .replace("# MCP_PORT: 7464", f"MCP_PORT: {free_port()}"))
     yield home, port
     flux(home, "stop", "--name", "mem")
 
@@ -57,7 +58,8 @@ def test_init_writes_config_database_and_snippets(instance):
     assert "\nOPERATING_MODE: caller_extracts" in config
     assert (folder / "flux.sqlite3").stat().st_size > 0
     names = sorted(p.name for p in (folder / "integrations").iterdir())
-    assert names == ["claude_code.json", "claude_desktop.json", "codex.toml", "cursor.json", "generic.json"]
+    assert names == ["claude_code.json", "claude_code_http.json", "claude_desktop.json", "codex.toml",
+                     "codex_http.toml", "cursor.json", "cursor_http.json", "generic.json", "generic_http.json"]
     codex = (folder / "integrations" / "codex.toml").read_text()
     assert '[mcp_servers."flux-mem"]' in codex and '"-m", "flux", "mcp", "--name", "mem"' in codex
     spec = json.loads((folder / "integrations" / "cursor.json").read_text())["mcpServers"]["flux-mem"]
@@ -81,7 +83,9 @@ def test_start_status_stop_leave_nothing_behind(instance):
     pid = int((home / "mem" / "run" / "rest.pid").read_text())
     worker = int((home / "mem" / "run" / "worker.pid").read_text())
     dashboard = int((home / "mem" / "run" / "dashboard.pid").read_text())
-    assert alive(pid) and alive(worker) and alive(dashboard)
+    mcp = int((home / "mem" / "run" / "mcp.pid").read_text())
+    assert alive(pid) and alive(worker) and alive(dashboard) and alive(mcp)
+    assert f"MCP (HTTP): http://127.0.0.1:{config_port(home, 'MCP_PORT')}/mcp" in started.stdout
     dashboard_url = f"http://127.0.0.1:{dashboard_port(home)}/"
     assert f"Dashboard: {dashboard_url}" in started.stdout
     assert urllib.request.urlopen(dashboard_url, timeout=30).status == 200
@@ -99,16 +103,20 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert ("retrieval: lexical + semantic (all-MiniLM-L6-v2)" if semantic_installed()
             else "retrieval: lexical only (the semantic extra is not installed)") in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
-    assert stopped.returncode == 0 and all(str(p) in stopped.stdout for p in (pid, worker, dashboard))
-    assert not alive(pid) and not alive(worker) and not alive(dashboard)
+    assert stopped.returncode == 0 and all(str(p) in stopped.stdout for p in (pid, worker, dashboard, mcp))
+    assert not alive(pid) and not alive(worker) and not alive(dashboard) and not alive(mcp)
     assert not list((home / "mem" / "run").glob("*.pid"))
     after = flux(home, "status", "--name", "mem")
     assert after.returncode == 1 and "not running" in after.stdout
 
 
-def dashboard_port(home: Path) -> int:
+def config_port(home: Path, key: str) -> int:
     config = (home / "mem" / "config.yaml").read_text()
-    return int(config.split("\nDASHBOARD_PORT: ")[1].split()[0])
+    return int(config.split(f"\n{key}: ")[1].split()[0])
+
+
+def dashboard_port(home: Path) -> int:
+    return config_port(home, "DASHBOARD_PORT")
 
 
 def test_admin_link_logs_in_once(instance):
@@ -158,10 +166,10 @@ def test_a_bad_config_value_names_the_key_and_line(instance, line, text):
     assert "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("which", ["REST_PORT", "DASHBOARD_PORT"])
+@pytest.mark.parametrize("which", ["REST_PORT", "DASHBOARD_PORT", "MCP_PORT"])
 def test_a_port_in_use_is_reported(instance, which):
     home, port = instance
-    port = port if which == "REST_PORT" else dashboard_port(home)
+    port = port if which == "REST_PORT" else config_port(home, which)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()

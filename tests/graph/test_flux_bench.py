@@ -1,5 +1,5 @@
-"""flux_bench end to end on tiny instances: GET /health at each stage of recorded retrievals, and the
-dashboard's first render at each size."""
+"""flux_bench end to end on tiny instances: the store and retrieval figures (in-process and over HTTP), GET
+/health at each stage of recorded retrievals, and the dashboard's first render at each size."""
 from __future__ import annotations
 
 import json
@@ -16,6 +16,15 @@ def flux_bench(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return subprocess.run([sys.executable, "manage.py", "flux_bench", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
+
+
+def test_the_benchmark_measures_store_and_retrieval_in_process_and_over_http(tmp_path):
+    out = flux_bench("--grains", "200", "--queries", "10", "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["grains"] == 200 and result["store_batch_grains_per_s"] > 0
+    for figure in ("fts5_floor_ms", "entry_search_ms", "retrieve_inprocess_ms", "retrieve_http_ms"):
+        assert 0 < result[figure]["p50"] <= result[figure]["p99"], figure
 
 
 def test_health_benchmark_times_get_health_at_each_stage(tmp_path):

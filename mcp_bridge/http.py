@@ -1,0 +1,66 @@
+"""The MCP server over the protocol's streamable HTTP transport, on MCP_HOST:MCP_PORT (`flux start` runs it).
+
+The same six tools as over stdio, from the official SDK's streamable-HTTP app, stateless and answering in
+JSON: each request stands alone, so a client keeps working across a restart of this process or of the REST
+service behind it. It is its own process (under uvicorn) rather than a path of the REST API: the SDK's app
+needs an ASGI lifespan, which daphne does not run, and it stays a thin client of REST that never opens the
+database. With API keys configured, a request without a valid ``Authorization: Bearer`` key is refused
+with 401 before the protocol sees it, and the key is passed on to REST, which takes the caller's identity
+from it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from core.keys import KEYS_FILE, Keyring
+from mcp_bridge.client import FluxClient
+from mcp_bridge.server import build_server
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+PATH = "/mcp"
+
+
+class KeyGate:
+    """ASGI middleware: with keys configured, HTTP requests need a valid bearer key (401 otherwise)."""
+
+    def __init__(self, app: ASGIApp, keyring: Keyring) -> None:
+        self.app, self.keyring = app, keyring
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.keyring.enabled and not self._allowed(scope):
+            body = json.dumps({"error": {"code": "unauthorized", "message": "this memory requires an API key: send "
+                                         "Authorization: Bearer <key> (`flux keys add --name <instance> CLIENT`)",
+                                         "details": {}}}).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="flux-memory"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: Scope) -> bool:
+        value = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        scheme, _, key = value.partition(" ")
+        return scheme.lower() == "bearer" and bool(key.strip()) and self.keyring.client_of(key.strip()) is not None
+
+
+def http_app(*, host: str, data_dir: Path, api_keys: str, rest: FluxClient | None = None) -> ASGIApp:
+    """The streamable-HTTP MCP app at PATH, behind the key gate."""
+    server = build_server(rest)
+    app = server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True, host=host)
+    return KeyGate(app, Keyring(api_keys, data_dir / KEYS_FILE))
+
+
+def serve(*, host: str, port: int, data_dir: Path, api_keys: str) -> None:
+    """Run the app under uvicorn until stopped (SIGTERM or Ctrl-C)."""
+    import uvicorn
+
+    config = uvicorn.Config(http_app(host=host, data_dir=data_dir, api_keys=api_keys), host=host, port=port,
+                            log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run()
