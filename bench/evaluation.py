@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 _DIA = re.compile(r"D\d+:\d+")
@@ -87,22 +87,38 @@ def split_by_sample(asked: Sequence[Question], seed: int) -> tuple[list[Question
 
 @dataclass
 class Scores:
-    """Evidence recall@5, recall@10 and MRR (over the top 10) accumulated question by question."""
+    """Evidence recall@5, recall@10 and MRR (over the top 10) accumulated question by question.
+
+    Recall is any-hit: a question counts as found when any of its evidence turns is in the top k. Beside it,
+    ``evidence@10`` is the mean fraction of a question's evidence turns in the top 10 (what a multi-hop
+    question needs all of), and ``categories`` the same figures per LoCoMo category (1 multi-hop,
+    2 temporal, 3 open-domain, 4 single-hop).
+    """
 
     questions: int = 0
     hits5: int = 0
     hits10: int = 0
     rr: float = 0.0
+    fraction10: float = 0.0
+    by_category: dict[int, Scores] = field(default_factory=dict)
 
-    def add(self, ranked: Sequence[int], evidence: set[int]) -> None:
+    def add(self, ranked: Sequence[int], evidence: set[int], category: int | None = None) -> None:
         self.questions += 1
-        first = next((i for i, gid in enumerate(ranked[:10], start=1) if gid in evidence), None)
+        top = list(ranked[:10])
+        first = next((i for i, gid in enumerate(top, start=1) if gid in evidence), None)
         if first is not None:
             self.hits10 += 1
             self.hits5 += first <= 5
             self.rr += 1.0 / first
+        self.fraction10 += len(evidence & set(top)) / len(evidence) if evidence else 0.0
+        if category is not None:
+            self.by_category.setdefault(category, Scores()).add(ranked, evidence)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict:
         n = max(self.questions, 1)
-        return {"recall@5": round(self.hits5 / n, 4), "recall@10": round(self.hits10 / n, 4),
-                "mrr": round(self.rr / n, 4)}
+        figures: dict = {"recall@5": round(self.hits5 / n, 4), "recall@10": round(self.hits10 / n, 4),
+                         "mrr": round(self.rr / n, 4), "evidence@10": round(self.fraction10 / n, 4)}
+        if self.by_category:
+            figures["categories"] = {str(c): {"questions": s.questions, **s.as_dict()}
+                                     for c, s in sorted(self.by_category.items())}
+        return figures

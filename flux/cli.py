@@ -124,7 +124,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     retrieval = health.get("retrieval", {})
     print("  retrieval: lexical" + (f" + semantic ({retrieval['model']})" if retrieval.get("semantic") else
                                      " only (SEMANTIC_ENTRY=off)" if retrieval.get("semantic_entry") == "off" else
-                                     " only (the semantic extra is not installed)"))
+                                     " only (the embedding model is not installed)"))
     warming = sum(1 for s in health["signals"] if s["state"] == "warming_up")
     print(f"  signals:   {len(health['signals'])} ({warming} warming up); last snapshot "
           f"{health['last_snapshot'] or 'not yet'}")

@@ -124,7 +124,7 @@ class Feedback(models.Model):
 
 
 class GrainVector(models.Model):
-    """A grain's embedding for semantic entry points (only with the semantic extra installed).
+    """A grain's embedding for semantic entry points, tagged with the model that made it.
 
     The id grows with every row written, so each process's in-memory index
     reads only what is new; the vector is float32, unit length.

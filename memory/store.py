@@ -3,8 +3,10 @@
 The walk of a store, top to bottom, each step one domain service:
 
 1. read side (any thread): the items checked (grains), a blocked client and an exhausted rate limit refused
-   (grains.callers, grains.limits), the contents embedded when semantic entry is on (graph.semantic);
-2. one write transaction (the booth's writer when ``run_write`` is given): the rate limit taken, the source
+   (grains.callers, grains.limits), the contents embedded when semantic entry is on and no booth is given
+   (graph.semantic);
+2. one write transaction (the booth's writer when ``run_write`` is given; the service then embeds the new
+   grains in the background, so the request never waits for the model): the rate limit taken, the source
    (extraction) created, new grains created (grains), their vectors saved, their lexical and context conduits
    made (graph), counted and logged, known contents corroborated (grains);
 3. read side again: the relation rules compare the new grains with their neighbours (epistemic, text work
@@ -36,7 +38,7 @@ from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.limits import grains_rate_check, grains_rate_slot
 from grains.models import Caller, Provenance, Source
 from grains.services import StoreItem, StoreResult, grains_create, grains_settle, store_item_validate, store_items_check
-from graph.semantic import embed, vectors_save
+from graph.semantic import embed, embed_soon, vectors_save
 from graph.services.conduits import conduits_link_new_grains, lexical_neighbours
 
 T = TypeVar("T")
@@ -141,7 +143,8 @@ def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit:
     caller_check(caller)
     if rate_limit:
         grains_rate_check(caller, len(checked))
-    embedded = embed([item.content for item in checked])
+    background = run_write is not None  # the service embeds after answering; a script or test, right here
+    embedded = None if background else embed([item.content for item in checked])
     vectors = dict(zip((item.content_hash for item in checked), embedded, strict=True)) if embedded else None
 
     def unit_of_work() -> tuple[list[StoreResult], Source | None, dict]:
@@ -161,6 +164,8 @@ def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit:
             return grains_settle(created, who, now), source, {"new": created.new, "near": near}
 
     results, source, fresh = write(unit_of_work)
+    if background and fresh["new"]:
+        embed_soon(write)
     found = relations_find(fresh["new"], fresh["near"])
     if found:
         write(lambda: relations_record(found, now=now))

@@ -8,7 +8,7 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     exit 1
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-# FLUX_EXTRAS: the optional parts to install beside the tests, e.g. test,semantic (the embedding model).
+# FLUX_EXTRAS: the optional parts to install (default: test; postgres adds psycopg).
 extras=${FLUX_EXTRAS:-test}
 stamp=.venv/.flux-installed
 want="$extras $(cat pyproject.toml | "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"

@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 
 # Tests (and the servers they start, which inherit the environment) retrieve lexically unless a test turns
-# semantic entry on: results stay the same whether or not the semantic extra is installed, and no process pays
+# semantic entry on: results do not depend on the embedding model, and no process pays
 # for loading the model it does not need. tests/graph/test_semantic.py turns it on.
 os.environ["SEMANTIC_ENTRY"] = "off"
 settings.FLUX["SEMANTIC_ENTRY"] = "off"  # this process read its settings before this file

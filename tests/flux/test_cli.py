@@ -100,8 +100,8 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert f"Dashboard: {dashboard_url}" in status.stdout
     assert "signals:   14" in status.stdout and "warning:   none" in status.stdout
     # Instances read their settings from config.yaml only: semantic entry is on where the extra is installed.
-    assert ("retrieval: lexical + semantic (all-MiniLM-L6-v2)" if semantic_installed()
-            else "retrieval: lexical only (the semantic extra is not installed)") in status.stdout
+    assert ("retrieval: lexical + semantic (all-MiniLM-L6-v2-int8)" if semantic_installed()
+            else "retrieval: lexical only (the embedding model is not installed)") in status.stdout
     stopped = flux(home, "stop", "--name", "mem")
     assert stopped.returncode == 0 and all(str(p) in stopped.stdout for p in (pid, worker, dashboard, mcp))
     assert not alive(pid) and not alive(worker) and not alive(dashboard) and not alive(mcp)

@@ -53,11 +53,26 @@ def test_flux_eval_prints_both_methods_and_a_json_last_line(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["questions"] == 2
     for method in ("flux", "bm25"):
-        assert set(result[method]) == {"recall@5", "recall@10", "mrr"}
-        assert result[method]["recall@10"] == 1.0
+        assert set(result[method]) == {"recall@5", "recall@10", "mrr", "evidence@10", "categories"}
+        assert result[method]["recall@10"] == result[method]["evidence@10"] == 1.0
+        assert {c: f["questions"] for c, f in result[method]["categories"].items()} == {"1": 1, "4": 1}
     assert "loading turns" in out.stderr  # the progress bar
     assert "no_propagation" not in result
     assert not (tmp_path / "inst" / "flux.sqlite3").exists()  # the instance's own database is untouched
+
+
+def test_flux_eval_reports_each_file_on_its_own_with_categories(tmp_path):
+    one = tiny_locomo(tmp_path / "one.json")
+    two = tmp_path / "two.json"
+    sample = json.loads(one.read_text())
+    sample[0]["qa"] = sample[0]["qa"][:1]  # the single-hop question only
+    two.write_text(json.dumps(sample))
+    out = flux_eval("--data", str(one), "--data", str(two), "--json", data_dir=tmp_path / "inst")
+    assert out.returncode == 0, out.stderr
+    files = json.loads(out.stdout.strip().splitlines()[-1])["files"]
+    assert {name: result["questions"] for name, result in files.items()} == {"one": 2, "two": 1}
+    assert set(files["two"]["flux"]["categories"]) == {"4"}
+    assert "== one.json" in out.stdout and "cat 4 (single-hop, 1 q)" in out.stdout
 
 
 def test_flux_eval_explains_a_missing_file_without_a_traceback(tmp_path):
@@ -82,7 +97,7 @@ def test_flux_eval_learn_measures_a_test_half_before_and_after(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert (result["questions"], result["train_questions"], result["seed"]) == (1, 1, 7)
     for row in ("before", "after", "after_no_ranker", "after_no_cues"):
-        assert set(result[row]) == {"recall@5", "recall@10", "mrr"}, row
+        assert {"recall@5", "recall@10", "mrr", "evidence@10"} <= set(result[row]), row
         assert row in out.stdout
     assert "replaying the training half" in out.stderr
 
@@ -92,7 +107,7 @@ def test_flux_eval_ablate_measures_flux_with_each_part_off(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     for row in ("no_propagation", "no_clusters", "no_semantic", "no_dates", "bm25_unstemmed"):
-        assert set(result[row]) == {"recall@5", "recall@10", "mrr"}, row
+        assert {"recall@5", "recall@10", "mrr", "evidence@10"} <= set(result[row]), row
         assert row in out.stdout
     assert result["bm25_unstemmed"]["recall@10"] == 1.0  # "adopt" is in the turn, "bakery" too
     assert set(result["graph"]) == {"clusters", "clustered", "cluster_seconds", "relations"}
@@ -119,6 +134,6 @@ def test_flux_eval_dream_measures_again_after_dreaming(tmp_path):
     out = flux_eval("--data", str(tiny_locomo(tmp_path / "tiny.json")), "--dream", "--json", data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert set(result["after_dreams"]) == {"recall@5", "recall@10", "mrr"}
+    assert {"recall@5", "recall@10", "mrr", "evidence@10"} <= set(result["after_dreams"])
     dreams = result["dreams"]
     assert dreams["clumps"] == dreams["accepted"] + dreams["rejected"] and dreams["cycles"] >= 1

@@ -63,7 +63,7 @@ def test_span_holds_a_moment_within_it():
 
 
 def test_vector_table_grows_and_returns_each_id_once_nearest_first():
-    require(importlib.util.find_spec("numpy") is not None, "numpy is not installed (the semantic extra brings it)")
+    require(importlib.util.find_spec("numpy") is not None, "numpy is not installed (pip install -e .)")
     import numpy as np
 
     from graph.algorithms.vectors import VectorTable

@@ -1,4 +1,5 @@
-"""manage.py flux_embed: embed every grain that has no vector yet (after installing the semantic extra)."""
+"""manage.py flux_embed: embed every grain that has no vector of the current model yet (a memory stored with
+SEMANTIC_ENTRY=off, or by an older model)."""
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
