@@ -13,9 +13,6 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?):\s+(.+)$", re.S)
-NOT_SPEAKERS = {"note", "update", "reminder", "fyi", "todo", "fact", "summary", "context", "edit",
-                "ps", "re", "correction", "source", "news", "important", "warning", "memo"}
 CONTRACTIONS = [
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
     (r"'m\b", " am"), (r"'re\b", " are"), (r"'ve\b", " have"), (r"'ll\b", " will"), (r"'d\b", " would"),

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from grains.content import split_speaker  # noqa: F401 - the rules read speakers through this module
+
 from . import lexicon as lx
 from .lexicon import END, START
 
@@ -35,14 +37,6 @@ class Tail(NamedTuple):
     change: str | None
     marker: str
     anymore: bool
-
-
-def split_speaker(text: str) -> tuple[str | None, str]:
-    """("Caroline", "I went ...") for "Caroline: I went ..."; labels such as "Note:" are no speaker."""
-    m = lx.SPEAKER.match(text)
-    if m and m.group(1).lower() not in lx.NOT_SPEAKERS:
-        return m.group(1), m.group(2).strip()
-    return None, text.strip()
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")

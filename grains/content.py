@@ -1,15 +1,28 @@
-"""Content normalisation and hashing for exact-duplicate detection (pure)."""
+"""Content normalisation and hashing for exact-duplicate detection, and who speaks in a grain (pure)."""
 from __future__ import annotations
 
 import hashlib
 import re
 
 _SPACE = re.compile(r"\s+")
+# "Name: what they said" (a transcript's convention): a speaker of one or two capitalised words. Labels such as
+# "Note:" are no speaker.
+_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?):\s+(.+)$", re.S)
+NOT_SPEAKERS = frozenset({"note", "update", "reminder", "fyi", "todo", "fact", "summary", "context", "edit", "ps",
+                          "re", "correction", "source", "news", "important", "warning", "memo"})
 
 
 def normalise(content: str) -> str:
     """Trimmed, with runs of whitespace collapsed to one space."""
     return _SPACE.sub(" ", content).strip()
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """("Caroline", "I went ...") for "Caroline: I went ..."; (None, text) when no one is named as speaking."""
+    m = _SPEAKER.match(text)
+    if m and m.group(1).lower() not in NOT_SPEAKERS:
+        return m.group(1), m.group(2).strip()
+    return None, text.strip()
 
 
 def content_hash(content: str) -> str:

@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from core.errors import NotFound
 from core.validate import require_id
+from grains.content import split_speaker
 from grains.models import HAPPENED_AT, Caller, Grain, Status
 from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput
@@ -65,30 +66,34 @@ def conduit_neighbours(
     return out
 
 
+SPEAKER_PREFIX = 80  # characters of a grain's content read to find who speaks in it
+
+
 def grain_rank_inputs(
     ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: datetime,
     recency_half_life: float, recency_floor: float,
 ) -> tuple[dict[int, RankInput], dict[int, str]]:
-    """Decayed weight, confidence and recency of the retrievable grains among ``ids``, and their statuses."""
+    """Decayed weight, confidence, recency and speaker of the retrievable grains among ``ids``, and their
+    statuses."""
     inputs: dict[int, RankInput] = {}
     status: dict[int, str] = {}
     now_ts = now.timestamp()
     for chunk in _chunks(list(ids)):
         sql = (
             f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
-            f"superseded_by, cluster_id, level FROM grains_grain "
+            f"superseded_by, cluster_id, level, substr(content, 1, {SPEAKER_PREFIX}) FROM grains_grain "
             f"WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level in (
+            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level, head in (
                     cursor.fetchall()):
                 inputs[gid] = RankInput(
                     weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
                     confidence=confidence,
                     recency=recency_factor(max(0.0, now_ts - float(accessed_at)), half_life_seconds=recency_half_life,
                                            floor=recency_floor),
-                    superseded_by=successor, cluster_id=cluster, level=level,
+                    superseded_by=successor, cluster_id=cluster, level=level, speaker=split_speaker(head)[0],
                 )
                 status[gid] = st
     return inputs, status

@@ -135,6 +135,7 @@ class RankInput:
     superseded_by: int | None = None  # the live grain that supersedes this one, if any
     cluster_id: int | None = None
     level: int = 0  # above 0: a dream's abstraction
+    speaker: str | None = None  # who speaks in the grain ("Ana: ..."), if anyone
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,11 @@ def ranker_weights(keys: list[str]) -> dict[str, float]:
 
 
 def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activation], inputs: Mapping[int, RankInput],
-                  limit: int, superseded_factor: float) -> tuple[list[Ranked], dict[int, dict]]:
-    """The best ``limit`` of ``ranked`` (the RERANK_WINDOW best by signal) once the learned weights have
-    re-scored them, and what the ranker saw of each (kept with the trace, to learn from its feedback).
+                  limit: int, superseded_factor: float,
+                  factors: Mapping[int, float] | None = None) -> tuple[list[Ranked], dict[int, dict]]:
+    """The best ``limit`` of ``ranked`` (the RERANK_WINDOW best by signal, already scaled by ``factors``) once
+    the learned weights have re-scored them, and what the ranker saw of each (kept with the trace, to learn
+    from its feedback). ``factors`` (e.g. the speaker boost) still apply after the learned ones.
 
     Two reads: the window's contents and the weights of the query's words and the features.
     """
@@ -35,9 +37,9 @@ def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activatio
     weights = ranker_weights(weight_keys(words))
     if not any(weights.values()):
         return ranked[:limit], features
-    factors = {gid: math.exp(adjustment(f, weights)) for gid, f in features.items()}
+    learned = {gid: math.exp(adjustment(f, weights)) * (factors or {}).get(gid, 1.0) for gid, f in features.items()}
     window = {gid: acts[gid] for gid in features}
-    return rank(window, inputs, limit, superseded_factor=superseded_factor, factors=factors), features
+    return rank(window, inputs, limit, superseded_factor=superseded_factor, factors=learned), features
 
 
 def ranker_learn(item: TraceItem, useful: bool, now: datetime) -> int:

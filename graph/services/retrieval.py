@@ -22,6 +22,7 @@ from grains.models import Caller, Grain, Status
 from grains.selectors import successors_resolve
 from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
+from graph.algorithms.speakers import named, speaker_factors
 from graph.algorithms.when import date_spans
 from graph.models import Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
@@ -159,8 +160,10 @@ def grain_retrieve(
     acts, inputs, from_archive = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
     factor = S("SUPERSEDED_RANK_FACTOR")
     grains_only = {g: i for g, i in inputs.items() if i.level == 0}
+    spoken = speaker_factors({g: i.speaker for g, i in grains_only.items()}, named(query), S("SPEAKER_BOOST"))
     ranked, features = ranker_rerank(query, rank(acts, grains_only, max(limit, S("RERANK_WINDOW")),
-                                                 superseded_factor=factor), acts, grains_only, limit, factor)
+                                                 superseded_factor=factor, factors=spoken),
+                                     acts, grains_only, limit, factor, factors=spoken)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     trace, grains = (run_write or inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now,

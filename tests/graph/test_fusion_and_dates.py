@@ -79,3 +79,27 @@ def test_vector_table_grows_and_returns_each_id_once_nearest_first():
     assert found[0][1] == pytest.approx(1.0)
     with pytest.raises(ValueError):
         table.append(np.array([1]), np.zeros((1, 3)))
+
+
+def test_named_people_are_the_capitalised_words_and_their_grains_are_boosted():
+    from graph.algorithms.speakers import named, speaker_factors
+
+    people = named("What did Ana's and Bo Li's kids paint in May?")
+    assert people == {"What", "Ana", "Bo", "Li", "May"}
+    speakers = {1: "Ana", 2: "Bo Li", 3: "Cy", 4: None}
+    assert speaker_factors(speakers, people, 2.0) == {1: 2.0, 2: 2.0}
+    assert speaker_factors(speakers, people, 1.0) == {} and speaker_factors(speakers, frozenset(), 2.0) == {}
+
+
+def test_a_grain_spoken_by_the_person_asked_about_ranks_first(db, t0, flux_settings):
+    from memory.retrieval import grain_retrieve
+    from memory.store import grain_store
+
+    said = grain_store(content="Ana: I painted the lake at sunrise.", context="c", now=t0).grain
+    praised = grain_store(content="Bo: Ana, your lake painting at sunrise is the best painting Ana ever made!",
+                          context="c", now=t0).grain
+    top = lambda: grain_retrieve(query="What did Ana paint?", now=t0, enforce_feedback=False).grains[0].id  # noqa: E731
+    flux_settings(SPEAKER_BOOST=1.0)
+    assert top() == praised.pk  # on words alone, the other speaker's praise matches best
+    flux_settings(SPEAKER_BOOST=2.0)
+    assert top() == said.pk

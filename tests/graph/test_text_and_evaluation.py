@@ -77,11 +77,15 @@ def test_questions_normalise_evidence_and_skip_the_unanswerable():
 
 def test_scores_count_any_evidence_hit_and_reciprocal_rank():
     scores = Scores()
-    scores.add([5, 6, 7, 8, 9, 1], {1})  # rank 6: in top 10, not top 5
-    scores.add([1, 2], {2, 3})  # rank 2
-    scores.add([4], {1})  # miss
-    assert scores.as_dict() == {"recall@5": round(1 / 3, 4), "recall@10": round(2 / 3, 4),
-                                "mrr": round((1 / 6 + 1 / 2) / 3, 4)}
+    scores.add([5, 6, 7, 8, 9, 1], {1}, category=4)  # rank 6: in top 10, not top 5
+    scores.add([1, 2], {2, 3}, category=1)  # rank 2; one of its two evidence turns found
+    scores.add([4], {1}, category=4)  # miss
+    figures = scores.as_dict()
+    categories = figures.pop("categories")
+    assert figures == {"recall@5": round(1 / 3, 4), "recall@10": round(2 / 3, 4),
+                       "mrr": round((1 / 6 + 1 / 2) / 3, 4), "evidence@10": round((1 + 1 / 2 + 0) / 3, 4)}
+    assert categories["1"] == {"questions": 1, "recall@5": 1.0, "recall@10": 1.0, "mrr": 0.5, "evidence@10": 0.5}
+    assert categories["4"]["questions"] == 2 and categories["4"]["recall@10"] == 0.5
 
 
 def test_split_by_sample_is_seeded_disjoint_and_per_conversation():

@@ -213,7 +213,7 @@ def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) 
 
 # Parts of Flux switched off one at a time by --ablate: (row, setting, value that switches it off).
 ABLATIONS = (("no_clusters", "CLUSTER_NEIGHBOUR_WEIGHT", 0.0), ("no_semantic", "SEMANTIC_ENTRY", "off"),
-             ("no_dates", "TEMPORAL_BOOST", 0.0))
+             ("no_dates", "TEMPORAL_BOOST", 0.0), ("no_speakers", "SPEAKER_BOOST", 1.0))
 # The same for the parts of learning, with --learn --ablate (each a whole run: load, test, replay, test).
 LEARN_ABLATIONS = (("after_no_ranker", "RERANK_WINDOW", 0), ("after_no_cues", "CUE_LEARNING", False))
 
