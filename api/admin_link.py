@@ -11,6 +11,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
 from core.conf import flux_setting as S
+from core.errors import RateLimited
+from core.throttle import throttle
 from grains.models import LoginLinkUse
 
 SALT = "flux.admin-link"
@@ -29,6 +31,12 @@ def admin_link_token() -> str:
 
 def admin_link_login(request: HttpRequest, token: str) -> HttpResponse:
     """Log in with a link once, within ADMIN_LINK_SECONDS of its making, then go to the admin."""
+    try:
+        throttle(request, "login-link", "RATE_LOGIN_LINK", per_address=True)
+    except RateLimited as exc:
+        refused = HttpResponse(f"Login link refused: {exc.message}.\n", status=429, content_type="text/plain")
+        refused["Retry-After"] = str(exc.details["retry_after"])
+        return refused
     max_age = S("ADMIN_LINK_SECONDS")
     try:
         data = signing.loads(token, salt=SALT, max_age=max_age)

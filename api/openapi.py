@@ -5,6 +5,7 @@ from django.http import HttpRequest, JsonResponse
 
 from core.defaults import DEFAULTS
 from core.validate import MAX_OFFSET
+from core.version import flux_version
 from grains.callers import CALLER_ROLES
 from grains.models import Provenance, Status
 from graph.models import RELATION_KINDS
@@ -25,7 +26,7 @@ def _errors(*codes: int) -> dict:
     text = {400: "Invalid input", 401: "API keys are on and the request has no valid key (Authorization: Bearer)",
             403: "Refused: a blocked client, another caller's trace, a reserved identity, or a write from a web page "
                  "of another origin", 404: "Not found",
-            409: "Conflict (tombstoned, already rated, feedback owed, a dream run already running)",
+            409: "Conflict (tombstoned, already rated, feedback owed, a dream run or clustering already running)",
             413: "The body is larger than MAX_REQUEST_BYTES", 415: "A write whose body is not application/json",
             429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
             503: "Write queue full (Retry-After header), or the LLM unreachable (flux_extracts mode)"}
@@ -122,7 +123,7 @@ def _id_param(name: str) -> list:
 
 SCHEMA = {
     "openapi": "3.1.0",
-    "info": {"title": "Flux Memory", "version": "0.1.0",
+    "info": {"title": "Flux Memory", "version": flux_version(),
              "description": "Self-organizing long-term memory for AI agents. Errors share one shape: "
                             '{"error": {"code", "message", "details"}}.'},
     "paths": {
@@ -152,7 +153,7 @@ SCHEMA = {
                 "abstractions": {"type": "array", "items": _ref("RetrievedGrain"),
                                  "description": "Dreams' abstractions reached; they take no grain's place."}}},
                 "Ranked grains and their trace")},
-            400, 403, 409),
+            400, 403, 409, 429),
         "/feedback": _post(
             "Rate one grain returned by a trace (applied asynchronously)",
             {"type": "object", "required": ["trace_id", "grain_id", "useful"], "additionalProperties": False,
@@ -162,7 +163,7 @@ SCHEMA = {
                 "feedback_id": {"type": "integer"}, "trace_id": {"type": "integer"}, "grain_id": {"type": "integer"},
                 "useful": {"type": "boolean"}, "status": {"type": "string", "enum": ["accepted", "already_recorded"]}}},
                 "Accepted")},
-            400, 403, 404, 409),
+            400, 403, 404, 409, 429),
         "/health": _get("Status (ok / warn / critical), the 14 signals with value, range, state and suggestion, "
                         "open warnings, counts by status and kind, queue depths, last snapshot",
                         {"200": _json(OBJECT, "Health")}),
@@ -178,7 +179,7 @@ SCHEMA = {
             {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared")}, 503, parameters=[]),
         "/grains": _get(
             "List grains, newest first", {"200": _json({"type": "object", "required": ["grains"], "properties": {
-                "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400,
+                "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400, 429,
             parameters=[
                 {"name": "status", "in": "query", "schema": {"type": "string", "enum": [s.value for s in Status]}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
@@ -187,16 +188,17 @@ SCHEMA = {
             ]),
         "/grains/{grain_id}": _get(
             "A grain with its conduits, confidence history and traces; format=dossier adds its relations and "
-            "dreams, as a JSON download", {"200": _json(_ref("Grain"), "The grain")}, 400, 404,
+            "dreams, as a JSON download", {"200": _json(_ref("Grain"), "The grain")}, 400, 404, 429,
             parameters=_id_param("grain_id") + [
                 {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["detail", "dossier"]}}]),
         "/traces/{trace_id}": _get("A retrieval: query, caller, returned grains with paths and feedback",
-                                   {"200": _json(OBJECT, "The trace")}, 400, 404, parameters=_id_param("trace_id")),
-        "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}),
+                                   {"200": _json(OBJECT, "The trace")}, 400, 404, 429,
+                                   parameters=_id_param("trace_id")),
+        "/callers": _get("Callers with their counts and feedback compliance", {"200": _json(OBJECT, "Callers")}, 429),
         "/relations": {
             **_get("Typed relations (supports, contradicts, supersedes, caused_by), newest first",
                    {"200": _json({"type": "object", "required": ["relations"], "properties": {
-                       "relations": {"type": "array", "items": OBJECT}}}, "Relations")}, 400,
+                       "relations": {"type": "array", "items": OBJECT}}}, "Relations")}, 400, 429,
                    parameters=[
                        {"name": "kind", "in": "query",
                         "schema": {"type": "string", "enum": [k.value for k in RELATION_KINDS]}},
@@ -218,18 +220,23 @@ SCHEMA = {
         },
         "/dreams": _get(
             "Dreams (consolidation attempts), newest first: accepted ones with their level-1 grain, rejected "
-            "ones with the reason and the failing sentence", {"200": _json(OBJECT, "Dreams")}, 400,
+            "ones with the reason and the failing sentence", {"200": _json(OBJECT, "Dreams")}, 400, 429,
             parameters=[
                 {"name": "status", "in": "query", "schema": {"type": "string", "enum": ["accepted", "rejected"]}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
             ]),
         "/dreams/run": _post(
-            "Run the dream cycle now (the body is an empty JSON object: the cycle takes no arguments); one run at "
-            "a time", OBJECT, {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids")},
+            "Run the dream cycle now (the body is an empty JSON object: the cycle takes no arguments); grains "
+            "stored since the last clustering are clustered first; one run at a time", OBJECT,
+            {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids")},
             400, 409, parameters=[]),
+        "/clusters/run": _post(
+            "Re-cluster the graph now (the body is an empty JSON object); one clustering at a time", OBJECT,
+            {"200": _json(OBJECT, "The clustering: clusters, grains clustered, created, kept, removed, seconds")},
+            409, parameters=[]),
         "/clusters": _get(
-            "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400,
+            "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400, 429,
             parameters=[
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},

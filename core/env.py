@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -13,6 +14,7 @@ class SettingError(ValueError):
 
 
 _TRUE = {"1", "true", "yes", "on"}
+_RATE = re.compile(r"^[1-9][0-9]{0,8}/[smhd]$")
 _FALSE = {"0", "false", "no", "off"}
 
 
@@ -35,6 +37,8 @@ def parse_value(name: str, raw: str, default: object) -> object:
             return value
     except ValueError as exc:
         raise SettingError(f"{name}={raw!r} is not valid: {exc}") from None
+    if name.startswith("RATE_") and not _RATE.match(text):
+        raise SettingError(f"{name}={raw!r} is not valid: expected a rate such as 600/m (per s, m, h or d)")
     if name in CHOICES and text not in CHOICES[name]:
         raise SettingError(f"{name}={raw!r} is not valid: expected one of {', '.join(CHOICES[name])}")
     return text

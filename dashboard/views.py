@@ -5,7 +5,6 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from django.conf import settings
 from django.core.exceptions import SuspiciousFileOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -15,11 +14,12 @@ from django.views.static import serve
 from core.conf import flux_setting as S
 from core.errors import FluxError
 from core.http import error_body, flux_error_response
+from core.throttle import throttle
 from core.validate import int_query
 from dashboard import selectors
 from memory.dossier import grain_dossier
 
-STATIC_ROOT = Path(settings.BASE_DIR) / "static"
+STATIC_ROOT = Path(__file__).resolve().parent / "static"  # inside the package, so an installed wheel has it
 SAFE_METHODS = ("GET", "HEAD")
 PAGES = {
     "graph": ("Knowledge Graph", "/"),
@@ -94,6 +94,7 @@ def clusters(request: HttpRequest) -> dict:
 
 @data
 def search(request: HttpRequest) -> list[dict]:
+    throttle(request, "dashboard", "RATE_DASHBOARD", per_address=True)
     return selectors.grain_search(request.GET.get("q", ""), limit=_int_param(request, "limit", 20, low=1, high=100))
 
 
@@ -104,6 +105,7 @@ def grain(request: HttpRequest, grain_id: int) -> dict:
 
 @data
 def activity(request: HttpRequest) -> dict:
+    throttle(request, "dashboard", "RATE_DASHBOARD", per_address=True)
     limit = _int_param(request, "limit", 500, low=1, high=selectors.EVENT_PAGE_MAX)
     after = _int_param(request, "after", None)
     events = (selectors.events_after(after, limit=limit) if after is not None

@@ -12,6 +12,7 @@ import urllib.request
 from core.defaults import CHOICES
 from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
 from core.secret import SECRET_FILE, SecretError, instance_secret
+from core.version import flux_version
 from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
 from flux.integrations import write_snippets
@@ -191,6 +192,7 @@ def _pids(pids: dict[str, int]) -> str:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="flux", description="Flux Memory: self-organizing memory for AI agents.")
+    top.add_argument("--version", action="version", version=f"flux-memory {flux_version()}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler, text: str) -> argparse.ArgumentParser:  # noqa: ANN001

@@ -24,6 +24,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
     sender.conf.beat_schedule = {
         "decay-sweep": {"task": "graph.decay_sweep", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
         "cluster-rebuild": {"task": "graph.cluster_rebuild", "schedule": float(flux["CLUSTER_INTERVAL_SECONDS"])},
+        "cluster-refresh": {"task": "graph.cluster_refresh", "schedule": float(flux["CLUSTER_CHECK_SECONDS"])},
         "epistemic-pass": {"task": "epistemic.epistemic_pass", "schedule": float(flux["EPISTEMIC_INTERVAL_SECONDS"])},
         "dream-run": {"task": "dreams.dream_run", "schedule": float(flux["DREAM_INTERVAL_SECONDS"])},
         "health-snapshot": {"task": "vitals.vitals_snapshot", "schedule": float(flux["HEALTH_INTERVAL_SECONDS"])},

@@ -78,7 +78,7 @@ WSGI_APPLICATION = "fluxsite.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],  # each app's templates/ (dashboard pages, the admin's confirmation page): inside the package
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -104,7 +104,6 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
@@ -126,16 +125,17 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
 }
 
-# A cache shared by the instance's processes: Redis when configured, else files in the instance
-# folder. It holds the per-caller rate-limit counters.
+# A cache shared by the instance's processes: Redis when configured, else files in the instance folder (with
+# atomic add and incr). It holds the request-rate counters (django-ratelimit's core, api/throttle.py).
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL", "")}
     if env_str("REDIS_URL", "")
-    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
+    else {"BACKEND": "core.cache.LockingFileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
 }
 
 # Flux's own constants: defaults from core.defaults, overridden by the environment.
 FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
+RATELIMIT_USE_CACHE = "default"
 
 # The admin's session: a cookie named for this instance (cookies are not tied to a port, so two instances on one
 # host never share one), ending when the browser closes or after ADMIN_SESSION_HOURS.

@@ -12,7 +12,7 @@ from api.views.dreams import DreamListView, DreamRunView
 from api.views.grains import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
 from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
 from api.views.relations import RelationsView
-from api.views.retrieval import ClusterListView, FeedbackView, RetrieveView, TraceDetailView
+from api.views.retrieval import ClusterListView, ClusterRunView, FeedbackView, RetrieveView, TraceDetailView
 from core.http import error_body
 
 urlpatterns = [
@@ -29,6 +29,7 @@ urlpatterns = [
     path("callers", read_view(CallerListView.as_view())),
     path("relations", read_view(RelationsView.as_view())),
     path("clusters", read_view(ClusterListView.as_view())),
+    path("clusters/run", read_view(ClusterRunView.as_view())),
     path("dreams", read_view(DreamListView.as_view())),
     path("dreams/run", read_view(DreamRunView.as_view())),
     path("openapi.json", openapi_view),

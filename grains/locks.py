@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.booth import inline
 from grains.models import Lock
 
 
@@ -42,14 +43,15 @@ def lock_release(lock: Lock) -> None:
 
 
 @contextmanager
-def exclusive(name: str, *, seconds: float) -> Iterator[Lock | None]:
+def exclusive(name: str, *, seconds: float, write: Callable = inline) -> Iterator[Lock | None]:
     """Hold ``name`` for the block: yields None when taken, or the other holder's row (the block should then
-    do nothing). Released at the end either way it ends."""
-    lock, taken = lock_take(name, seconds=seconds)
+    do nothing). Released at the end either way it ends. The take and the release go through ``write`` (the
+    booth's writer in the REST service)."""
+    lock, taken = write(lambda: lock_take(name, seconds=seconds))
     if not taken:
         yield lock
         return
     try:
         yield None
     finally:
-        lock_release(lock)
+        write(lambda: lock_release(lock))

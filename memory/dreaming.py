@@ -29,6 +29,7 @@ from grains.locks import lock_release, lock_take
 from grains.models import Provenance
 from grains.services import grain_consolidate
 from graph.models import ConduitKind
+from graph.services.clustering import cluster_rebuild_if_grown
 from graph.services.conduits import conduit_relate
 from memory.store import grain_store
 
@@ -46,8 +47,9 @@ def dream_run(*, now: datetime | None = None, abstract: Abstracter | None = None
     sources by ``abstracts`` conduits, its confidence the sources' mean.
     Rejected: kept with the reason and the failing sentence. Either way the
     clump's signature is recorded, so an unchanged clump is never dreamt of
-    again. When the LLM cannot be reached the cycle stops and records nothing
-    for the rest. Writes go through ``run_write`` when given (the booth's writer).
+    again. Grains stored since the last clustering are clustered first, so a
+    young memory has candidates. When the LLM cannot be reached the cycle stops
+    and records nothing for the rest. Writes go through ``run_write`` when given (the booth's writer).
     One run at a time across the instance's processes: a second concurrent run
     is a Conflict (``dream_running``) naming when the first started.
     """
@@ -59,6 +61,7 @@ def dream_run(*, now: datetime | None = None, abstract: Abstracter | None = None
                        "wait for it to end, then run again", code="dream_running",
                        details={"started_at": lock.acquired_at.isoformat()})
     try:
+        cluster_rebuild_if_grown(grains=1, fraction=0.0, now=now, write=write)  # candidates come from clusters
         result = _dream_all(dream_candidates(now=now), abstract or (llm_abstraction if S("DREAM_LLM") else None),
                             write, now)
         write(lambda: activity_record("dreams.cycle_completed", asdict(result), now=now))

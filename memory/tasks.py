@@ -24,6 +24,14 @@ def cluster_rebuild_task() -> dict:
     return asdict(upkeep.cluster_rebuild())
 
 
+@shared_task(name="graph.cluster_refresh")
+def cluster_refresh_task() -> dict:
+    """Re-cluster now when CLUSTER_GROWTH_GRAINS grains, or CLUSTER_GROWTH_FRACTION of the graph, were stored since
+    the last clustering (a cheap count otherwise)."""
+    result = upkeep.cluster_refresh()
+    return asdict(result) if result else {"grown": False}
+
+
 @shared_task(name="graph.embed_missing")
 def embed_missing_task() -> dict:
     """Embed grains that have no vector yet (a no-op when semantic entry is off)."""

@@ -5,10 +5,18 @@ expired restore data (memory.forgetting), and cleaning the embedded broker (core
 from __future__ import annotations
 
 from core.broker import broker_cleanup
+from core.conf import flux_setting as S
 from epistemic.review import epistemic_pass
 from graph.semantic import embed_missing
-from graph.services.clustering import cluster_rebuild
+from graph.services.clustering import ClusterResult, cluster_rebuild, cluster_rebuild_if_grown
 from graph.services.decay import decay_sweep
 from vitals.services import vitals_snapshot
 
-__all__ = ["broker_cleanup", "cluster_rebuild", "decay_sweep", "embed_missing", "epistemic_pass", "vitals_snapshot"]
+__all__ = ["broker_cleanup", "cluster_rebuild", "cluster_refresh", "decay_sweep", "embed_missing", "epistemic_pass",
+           "vitals_snapshot"]
+
+
+def cluster_refresh() -> ClusterResult | None:
+    """Re-cluster when the graph grew enough since the last clustering (CLUSTER_GROWTH_GRAINS or
+    CLUSTER_GROWTH_FRACTION), so a young memory gets clusters within minutes rather than CLUSTER_INTERVAL_SECONDS."""
+    return cluster_rebuild_if_grown(grains=S("CLUSTER_GROWTH_GRAINS"), fraction=S("CLUSTER_GROWTH_FRACTION"))

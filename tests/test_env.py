@@ -45,3 +45,10 @@ def test_text_settings_with_a_fixed_set_of_values_refuse_others():
         parse_value("SEMANTIC_ENTRY", "maybe", "auto")
     with pytest.raises(SettingError, match="expected one of caller_extracts, flux_extracts"):
         parse_value("OPERATING_MODE", "llm", "caller_extracts")
+
+
+@pytest.mark.parametrize("raw", ["fast", "0/m", "600/minute", "600", "-5/s", "1e3/m", "600 / m"])
+def test_request_rates_refuse_anything_but_n_per_unit(raw):
+    with pytest.raises(SettingError, match=r"RATE_RETRIEVE=.* expected a rate such as 600/m"):
+        parse_value("RATE_RETRIEVE", raw, "600/m")
+    assert parse_value("RATE_RETRIEVE", " 30/s ", "600/m") == "30/s"

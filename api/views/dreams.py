@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.rest import booth_write, page_params
+from core.throttle import throttle
 from dreams.selectors import dream_list
 from memory.dreaming import dream_run
 
@@ -25,6 +26,7 @@ class DreamRunView(APIView):
 
 class DreamListView(APIView):
     def get(self, request: Request) -> Response:
+        throttle(request, "listing", "RATE_LISTING")
         status = request.query_params.get("status") or None
         limit, offset = page_params(request)
         return Response({"dreams": dream_list(status=status, limit=limit, offset=offset), "status": status,

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from api.rest import booth_write, json_object, page_params, request_caller
 from core.conf import flux_setting
 from core.errors import InvalidInput
+from core.throttle import throttle
 from grains.selectors import LIST_FIELDS, caller_list, grain_list
 from memory.dossier import grain_detail, grain_dossier
 from memory.store import grain_extract, grain_store, grain_store_batch
@@ -52,6 +53,7 @@ class StoreBatchView(APIView):
 
 class GrainListView(APIView):
     def get(self, request: Request) -> Response:
+        throttle(request, "listing", "RATE_LISTING")
         limit, offset = page_params(request)
         status = request.query_params.get("status") or None
         grains = grain_list(status=status, limit=limit, offset=offset)
@@ -60,6 +62,7 @@ class GrainListView(APIView):
 
 class GrainDetailView(APIView):
     def get(self, request: Request, grain_id: int) -> Response:
+        throttle(request, "listing", "RATE_LISTING")
         shape = request.query_params.get("format") or "detail"
         if shape not in ("detail", "dossier"):
             raise InvalidInput(f"'format' {shape!r} is not detail or dossier", details={"field": "format"})
@@ -72,4 +75,5 @@ class GrainDetailView(APIView):
 
 class CallerListView(APIView):
     def get(self, request: Request) -> Response:
+        throttle(request, "listing", "RATE_LISTING")
         return Response({"callers": caller_list()})

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.rest import booth_write, int_param, json_object, page_params, request_caller
+from core.throttle import throttle
 from core.validate import MAX_ID
 from epistemic.selectors import relation_list
 from memory.corrections import relation_assert
@@ -19,6 +20,7 @@ def relation_json(conduit, created: bool) -> dict:  # noqa: ANN001 - a Conduit
 
 class RelationsView(APIView):
     def get(self, request: Request) -> Response:
+        throttle(request, "listing", "RATE_LISTING")
         kind = request.query_params.get("kind") or None
         grain = request.query_params.get("grain_id")
         limit, offset = page_params(request)

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from core.booth import get_booth
-from grains.models import Caller, Grain
+from grains.models import ActivityEvent, Caller, Grain
 from graph.models import Feedback, Trace
 
 
@@ -291,7 +291,8 @@ def test_openapi_describes_every_endpoint(api):
     schema = api.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/store", "/store/batch", "/retrieve", "/feedback", "/health", "/grains",
                                     "/grains/{grain_id}", "/traces/{trace_id}", "/callers", "/relations",
-                                    "/clusters", "/dreams", "/dreams/run", "/health/history", "/health/snapshot"}
+                                    "/clusters", "/clusters/run", "/dreams", "/dreams/run", "/health/history",
+                                    "/health/snapshot"}
 
 
 def test_write_depth_counts_only_writes_and_returns_to_zero(api):
@@ -349,24 +350,42 @@ def test_relations_are_asserted_and_listed_over_rest(api):
     assert api.get("/relations", kind="nope").status_code == 400
 
 
-def test_clusters_and_dreams_over_rest(api):
+def test_a_fresh_memory_dreams_on_the_first_run_which_clusters_first(api):
     api.post("/store/batch", {"items": [{"content": c, "context": "garden"} for c in (
         "Lena grows tomatoes in the greenhouse", "Lena waters the greenhouse tomatoes each morning",
         "The greenhouse tomatoes ripen in July", "Lena picks the ripe tomatoes in July")]})
-    from graph.services import cluster_rebuild
-
-    cluster_rebuild()
+    assert api.get("/clusters").json()["clusters"] == []  # never clustered yet
+    ran = api.post("/dreams/run", {})  # a JSON body (empty), like every write
+    assert ran.status_code == 200 and ran.json()["candidates"] == 1 and len(ran.json()["accepted"]) == 1
     clusters = api.get("/clusters").json()["clusters"]
     assert len(clusters) == 1 and clusters[0]["size"] == 4
     assert clusters[0]["terms"] and clusters[0]["label"] == " / ".join(clusters[0]["terms"])
-    ran = api.post("/dreams/run", {})  # a JSON body (empty), like every write
-    assert ran.status_code == 200 and len(ran.json()["accepted"]) == 1
+    rebuilt = ActivityEvent.objects.filter(kind="graph.clusters_rebuilt").count()
     assert api.post("/dreams/run", {}).json() == {"candidates": 0, "accepted": [], "rejected": [], "error": ""}
+    assert ActivityEvent.objects.filter(kind="graph.clusters_rebuilt").count() == rebuilt + 1  # the abstraction
     dreams = api.get("/dreams", status="accepted").json()["dreams"]
     assert len(dreams) == 1 and dreams[0]["method"] == "extractive" and dreams[0]["grain_id"]
+    assert dreams[0]["status"] == "accepted" and dreams[0]["reason"] == ""
     assert api.get("/dreams", status="dreamy").status_code == 400
     found = api.post("/retrieve", {"query": "greenhouse tomatoes"}).json()
     assert [a["id"] for a in found["abstractions"]] == [dreams[0]["grain_id"]]
+    api.post("/dreams/run", {})  # nothing stored since: no clustering
+    assert ActivityEvent.objects.filter(kind="graph.clusters_rebuilt").count() == rebuilt + 1
+
+
+def test_an_operator_reclusters_on_demand(api):
+    assert api.post("/clusters/run", {}).json()["clusters"] == 0
+    api.post("/store/batch", {"items": [{"content": c, "context": "garden"} for c in (
+        "Lena grows tomatoes in the greenhouse", "Lena waters the greenhouse tomatoes each morning",
+        "The greenhouse tomatoes ripen in July")]})
+    ran = api.post("/clusters/run", {})
+    assert ran.status_code == 200 and (ran.json()["clusters"], ran.json()["clustered"]) == (1, 3)
+    assert api.get("/clusters").json()["clusters"][0]["size"] == 3
+    from grains.locks import lock_take
+
+    lock_take("cluster_rebuild", seconds=60)  # another process is clustering
+    busy = api.post("/clusters/run", {})
+    assert busy.status_code == 409 and busy.json()["error"]["code"] == "clustering_running"
 
 
 def test_health_lists_every_signal_and_its_history(api):

@@ -93,9 +93,9 @@ def test_static_serves_nothing_outside_the_static_folder(served, path):
 def test_static_serves_the_vendored_files_and_the_dashboards_own(served):
     _, board = served
     status, body = raw_get(board, "/static/dashboard/flux.js")
-    assert status == 200 and body == (ROOT / "static" / "dashboard" / "flux.js").read_bytes()
+    assert status == 200 and body == (ROOT / "dashboard" / "static" / "dashboard" / "flux.js").read_bytes()
     status, body = raw_get(board, "/static/vendor/sigma/sigma.min.js")
-    assert status == 200 and body == (ROOT / "static" / "vendor" / "sigma" / "sigma.min.js").read_bytes()
+    assert status == 200 and body == (ROOT / "dashboard" / "static" / "vendor" / "sigma" / "sigma.min.js").read_bytes()
 
 
 def socket_url(board: str, after: int | None = None) -> str:

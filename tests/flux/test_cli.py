@@ -276,3 +276,44 @@ def test_broadcast_opens_only_the_dashboard_to_the_lan(tmp_path):
     assert socket.gethostname() in hosts and "127.0.0.1" in hosts and board["FLUX_VIEW_TOKEN"] == "t0ken"
     rest = processes._environ(instance, plan["rest"], broadcast=True, view_token="t0ken")
     assert "ALLOWED_HOSTS" not in rest and "FLUX_VIEW_TOKEN" not in rest
+
+
+def test_scripts_run_runs_the_whole_service_until_ctrl_c(tmp_path):
+    """scripts/run is `flux start --foreground` on the instance var/: REST, dashboard, MCP and the worker with beat,
+    whose decay sweep shows on the dashboard's activity; SIGINT stops all four and leaves nothing running."""
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    assert flux(home, "init", "--name", "var", "--yes").returncode == 0
+    config = home / "var" / "config.yaml"
+    dashboard = free_port()
+    config.write_text(config.read_text().replace("# REST_PORT: 7465", f"REST_PORT: {free_port()}")
+                      .replace("# DASHBOARD_PORT: 7462", f"DASHBOARD_PORT: {dashboard}")
+                      .replace("# MCP_PORT: 7464", f"MCP_PORT: {free_port()}")
+                      .replace("# DECAY_INTERVAL_SECONDS: 3600", "DECAY_INTERVAL_SECONDS: 2"))
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
+    log = tmp_path / "run.log"
+    with open(log, "wb") as out:
+        run = subprocess.Popen(["bash", str(ROOT / "scripts" / "run")], env={**env, "FLUX_HOME": str(home)},
+                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        kinds: set[str] = set()
+        deadline = time.monotonic() + 120
+        while "graph.decay_swept" not in kinds and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(1)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{dashboard}/api/activity", timeout=10) as response:
+                    kinds = {e["kind"] for e in json.load(response)["events"]}
+            except (urllib.error.URLError, OSError):
+                continue
+        assert "graph.decay_swept" in kinds, log.read_text()[-3000:]
+        pids = {p.stem: int(p.read_text()) for p in (home / "var" / "run").glob("*.pid")}
+        assert set(pids) == {"rest", "dashboard", "mcp", "worker"} and all(alive(p) for p in pids.values())
+        run.send_signal(signal.SIGINT)
+        assert run.wait(timeout=60) == 0, log.read_text()[-3000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert not any(alive(p) for p in pids.values())
+    assert not list((home / "var" / "run").glob("*.pid"))

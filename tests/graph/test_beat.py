@@ -122,3 +122,39 @@ def store_batch(base: str, n: int) -> int:
                                      headers={"Content-Type": "application/json", "X-Caller-Id": "probe:test"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.status
+
+
+def test_a_young_memory_is_clustered_within_seconds_of_growing_not_hours(tmp_path):
+    """The fixed clock is an hour away; the growth check (every second here) clusters the seeded grains, stays
+    quiet while nothing is stored, and re-clusters once CLUSTER_GROWTH_GRAINS more arrive."""
+    import json
+    import urllib.request
+
+    data_dir = tmp_path / "inst"
+    env = prepare(data_dir, CLUSTER_INTERVAL_SECONDS="3600", CLUSTER_CHECK_SECONDS="1", CLUSTER_GROWTH_GRAINS="20",
+                  DREAM_INTERVAL_SECONDS="3600")
+    extra = {k: env[k] for k in env if k.startswith(("CLUSTER_", "DREAM_"))}
+    with flux_server(data_dir, **extra) as (base, _):
+        def clusters() -> list:
+            with urllib.request.urlopen(base + "/clusters", timeout=30) as response:
+                return json.load(response)["clusters"]
+
+        assert clusters() == []
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool",
+                                   "solo", "--scheduler", "celery.beat:Scheduler"], cwd=ROOT, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while rebuilds(data_dir) < 1 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert rebuilds(data_dir) == 1 and clusters(), "the first check clusters the young memory"
+            time.sleep(4)  # four checks, nothing stored
+            assert rebuilds(data_dir) == 1
+            assert store_batch(base, 1) == 201  # 25 grains >= CLUSTER_GROWTH_GRAINS
+            deadline = time.monotonic() + 60
+            while rebuilds(data_dir) < 2 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert rebuilds(data_dir) == 2
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
