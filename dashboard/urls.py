@@ -24,7 +24,7 @@ urlpatterns = [
     path("api/vitals", views.vitals),
     re_path(r"^static/(?P<path>.*)$", views.static),
     re_path(r"^(?P<path>(store|retrieve|feedback|grains|relations|dreams|health|traces|callers|clusters|admin)"
-            r"(/.*)?)$", views.write_refused),
+            r"(/.*)?|openapi\.json)$", views.write_refused),
 ]
 
 

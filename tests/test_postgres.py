@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from graph.semantic import semantic_installed
-from tests.servers import postgres_server
+from tests.servers import SEMANTIC_MISSING, postgres_server, require
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,5 +54,5 @@ def test_postgres_migrates_and_serves_the_core_services():
         assert result["hops"][0] == 0 and max(result["hops"]) >= 1
         assert result["ranker_weights"] > 0  # pairs of useful and not-useful grains taught the ranker
         assert result["cue"][0] == "The canal floods in November"  # found by a word feedback taught it
-        if semantic_installed():
-            assert result["semantic"] == "Alice adopted a greyhound named Pixel"
+        require(semantic_installed(), SEMANTIC_MISSING)  # part of the default install
+        assert result["semantic"] == "Alice adopted a greyhound named Pixel"

@@ -1,7 +1,7 @@
 """Every endpoint, header form, limit and error of the REST API."""
 from __future__ import annotations
 
-import time
+import threading
 from datetime import timedelta
 
 import pytest
@@ -10,6 +10,7 @@ from django.utils import timezone
 from core.booth import get_booth
 from grains.models import ActivityEvent, Caller, Grain
 from graph.models import Feedback, Trace
+from tests.windows import clock_minute, in_one_window
 
 
 def error_of(response) -> dict:
@@ -113,32 +114,32 @@ def test_batch_of_101_is_refused_whole(api):
     assert not Grain.objects.exists()
 
 
-def _wait_for_a_fresh_minute(margin: float = 15.0) -> None:
-    """The limit counts per clock minute: don't start a burst in a minute's last seconds."""
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
-
-
 def test_the_501st_grain_in_a_minute_is_refused_and_other_callers_are_not(api):
-    _wait_for_a_fresh_minute()
-    for b in range(5):
-        batch = [{"content": f"batch {b} grain {i}"} for i in range(100)]
-        assert api.post("/store/batch", {"items": batch}, caller="busy:memory_writer").status_code == 201
-    refused = api.post("/store", {"content": "one too many"}, caller="busy:memory_writer")
-    assert refused.status_code == 429
+    def burst(attempt: int) -> tuple[list[int], object]:
+        caller = f"busy{attempt}:memory_writer"
+        statuses = [api.post("/store/batch", {"items": [{"content": f"try {attempt} batch {b} grain {i}"}
+                                                        for i in range(100)]}, caller=caller).status_code
+                    for b in range(5)]
+        return statuses, api.post("/store", {"content": f"one too many {attempt}"}, caller=caller)
+
+    statuses, refused = in_one_window(burst, clock_minute)
+    assert statuses == [201] * 5 and refused.status_code == 429
     err = error_of(refused)
     assert err["code"] == "rate_limited" and "500 grains per minute" in err["message"]
     assert err["details"]["limit"] == 500 and 1 <= int(refused["Retry-After"]) <= 61
-    assert not Grain.objects.filter(content="one too many").exists()
+    assert not Grain.objects.filter(content__startswith="one too many").exists()
     assert api.post("/store", {"content": "someone else"}, caller="calm:chat").status_code == 201
 
 
 def test_a_refused_batch_does_not_use_up_the_limit(api, flux_settings):
     flux_settings(MAX_GRAINS_PER_MINUTE=5)
-    _wait_for_a_fresh_minute()
-    assert api.post("/store/batch", {"items": [{"content": f"g{i}"} for i in range(6)]}).status_code == 429
-    assert api.post("/store/batch", {"items": [{"content": f"g{i}"} for i in range(5)]}).status_code == 201
+
+    def burst(attempt: int) -> list[int]:
+        caller = f"tester{attempt}:test"
+        return [api.post("/store/batch", {"items": [{"content": f"g{attempt}-{i}"} for i in range(n)]},
+                         caller=caller).status_code for n in (6, 5)]
+
+    assert in_one_window(burst, clock_minute) == [429, 201]
 
 
 # --- retrieve, feedback, enforcement -----------------------------------------------------------------
@@ -295,12 +296,20 @@ def test_openapi_describes_every_endpoint(api):
                                     "/health/snapshot"}
 
 
-def test_write_depth_counts_only_writes_and_returns_to_zero(api):
+def test_write_depth_counts_waiting_writes_and_bookkeeping_goes_first(api):
+    """While a write runs, stores queue in order and count in the depth; a read's bookkeeping (not counted) jumps
+    ahead of them, waiting only for the write in progress."""
     booth = get_booth()
-    for _ in range(3):
-        booth.write(lambda: None)
-        booth.drain()
-    booth.record(lambda: None).result(10)
+    gate, ran = threading.Event(), []
+    booth.write(gate.wait)
+    stores = [booth.write(lambda n=n: ran.append(f"store {n}")) for n in range(3)]
+    receipt = booth.record(lambda: ran.append("receipt"))
+    assert booth.write_depth == 4  # the one running and three waiting; the receipt is not counted
+    gate.set()
+    receipt.result(10)
+    for future in stores:
+        future.result(10)
+    assert ran == ["receipt", "store 0", "store 1", "store 2"]
     assert booth.write_depth == 0
 
 

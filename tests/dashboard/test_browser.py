@@ -3,7 +3,6 @@ Celery worker with beat, each its own process, on free loopback ports)."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,8 @@ VIEWS = ["/", "/mycelium", "/globe", "/vitals", "/chronicle", "/mobile-preview"]
 FACTS = [f"Locker {n} in the north hall holds the {thing}" for n, thing in enumerate(
     ["tent", "stove", "rope", "lantern", "map", "compass", "kettle", "tarp", "axe", "first-aid kit", "radio",
      "snowshoes"], start=1)]
+GARDEN = ["Lena grows tomatoes in the greenhouse", "Lena waters the greenhouse tomatoes each morning",
+          "The greenhouse tomatoes ripen in July", "Lena picks the ripe tomatoes in July"]
 FLAGS = [*CHROMIUM_FLAGS, "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
 
 
@@ -104,7 +105,7 @@ def test_every_view_loads_without_errors_or_other_hosts(running, browser, path):
             shown = watched.page.frame_locator("#phone-frame")
             expect(shown.locator("body[data-ready='1']")).to_have_count(1, timeout=30_000)
         expect(shown.locator("#live")).to_have_text("live", timeout=10_000)
-        watched.page.wait_for_timeout(1000)  # late requests go out
+        watched.page.wait_for_load_state("networkidle", timeout=30_000)  # late requests have gone out
 
 
 def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running, browser):
@@ -143,11 +144,9 @@ def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, brows
     with opened(browser, board, "/chronicle", live=True) as watched:
         page = watched.page
         content = "The spare canoe paddle hangs behind the boathouse door"
-        began = time.monotonic()
         gid = store(rest, content)
         row = page.locator("#events li[data-kind='grains.grain_stored']", has_text=content)
-        expect(row).to_have_count(1, timeout=5_000)
-        assert time.monotonic() - began < 5
+        expect(row).to_have_count(1, timeout=30_000)  # pushed to the open page: it never reloads
         assert page.evaluate("(key) => fluxView.graph.hasNode(key)", f"g{gid}")
 
 
@@ -163,3 +162,53 @@ def test_a_decay_sweep_in_the_celery_worker_reaches_the_page(running, browser):
         page.wait_for_function(f"""(last) => [...document.querySelectorAll("{sweeps}")]
             .some((li) => Number(li.dataset.event) > last)""", arg=loaded, timeout=15_000)
         assert "decay sweep" in page.locator(sweeps).last.inner_text()
+
+
+def post(rest: str, path: str) -> dict:
+    request = urllib.request.Request(f"{rest}{path}", data=b"{}", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_each_view_draws_what_the_data_holds(running, browser):
+    """Clustered and snapshotted known data: the Mycelium draws every grain and conduit, the Globe every cluster,
+    the Vitals a chart per signal with one point per snapshot that has a value."""
+    rest, board, _ = running
+    for fact in GARDEN:
+        store(rest, fact)
+    assert post(rest, "/clusters/run")["clusters"] >= 1
+    post(rest, "/health/snapshot")
+    post(rest, "/health/snapshot")
+    with urllib.request.urlopen(f"{board}/api/graph", timeout=30) as response:
+        graph = json.loads(response.read())
+    with urllib.request.urlopen(f"{rest}/clusters", timeout=30) as response:
+        clusters = json.loads(response.read())["clusters"]
+    with urllib.request.urlopen(f"{board}/api/vitals", timeout=30) as response:
+        vitals = json.loads(response.read())
+    assert graph["edges"], "the garden's grains share words: the store linked them"
+
+    with opened(browser, board, "/mycelium") as watched:
+        page = watched.page
+        assert page.evaluate("() => fluxView.graph.order") == len(graph["nodes"]) >= len(FACTS) + len(GARDEN)
+        assert page.evaluate("() => fluxView.graph.size") == len(graph["edges"])
+        expect(page.locator("#graph-info")).to_contain_text(f"{len(graph['edges'])} conduits")
+
+    with urllib.request.urlopen(f"{board}/api/clusters", timeout=30) as response:
+        globe = json.loads(response.read())  # the clusters, and cluster 0: the grains in none
+    assert {c["id"] for c in clusters} | {0} == {c["id"] for c in globe["clusters"]}
+    with opened(browser, board, "/globe") as watched:
+        assert int(watched.page.get_attribute("#globe", "data-clusters")) == len(clusters) + 1
+        expect(watched.page.locator("#globe-info")).to_contain_text(
+            f"{len(clusters) + 1} clusters holding {len(graph['nodes'])} grains")
+
+    with opened(browser, board, "/vitals") as watched:
+        page = watched.page
+        assert len(vitals["snapshots"]) >= 2 and len(vitals["signals"]) == 14
+        assert page.locator("section[data-signal]").count() == 14
+        drawn = 0
+        for signal in vitals["signals"]:
+            points = sum(v is not None for v in signal["values"])
+            circles = page.locator(f"section[data-signal='{signal['name']}'] circle").count()
+            assert circles == points, signal["name"]
+            drawn += circles
+        assert drawn > 0

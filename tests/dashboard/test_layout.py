@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import random
 
-from dashboard.layout import cluster_discs, disc_radius, member_positions
+from dashboard.layout import cluster_discs, member_positions
 
 
 def _overlaps(discs) -> list[tuple[int, int]]:
@@ -19,7 +19,19 @@ def test_cluster_discs_do_not_overlap_for_mixed_sizes():
         discs = cluster_discs(sizes)
         assert len(discs) == len(sizes)
         assert _overlaps(discs) == []
-        assert [round(d.radius, 6) for d in discs] == [round(disc_radius(s), 6) for s in sizes]
+        by_size = sorted(zip(sizes, (d.radius for d in discs), strict=True))
+        assert all(r1 < r2 for (s1, r1), (s2, r2) in zip(by_size, by_size[1:], strict=False) if s1 < s2)
+        assert all(r1 == r2 for (s1, r1), (s2, r2) in zip(by_size, by_size[1:], strict=False) if s1 == s2)
+
+
+def test_a_disc_holds_its_members_apart_and_grows_with_their_square_root():
+    for size in (1, 7, 60, 900):
+        disc = cluster_discs([size])[0]
+        places = member_positions(disc, size)
+        assert all(math.dist(p, (disc.x, disc.y)) <= disc.radius for p in places)
+        if size > 1:
+            assert min(math.dist(a, b) for i, a in enumerate(places) for b in places[i + 1:]) > 0.5
+    assert 1.8 < cluster_discs([400])[0].radius / cluster_discs([100])[0].radius < 2.2  # area follows members
 
 
 def test_the_picture_is_centred_and_deterministic():

@@ -1,8 +1,6 @@
 """The epistemic rules on literal grain pairs: pure functions, no database."""
 from __future__ import annotations
 
-import time
-
 from bench.epistemic_evaluate import score
 from bench.epistemic_examples import LABELLED_PAIRS, UNRELATED
 from epistemic.rules import Relation, relation_between
@@ -155,14 +153,6 @@ def test_labelled_pairs_meet_precision_and_recall():
 def test_no_unrelated_labelled_pair_gets_a_relation():
     fired = [(old, new, relation_between(new, old)) for old, new, _, _ in UNRELATED]
     assert [f for f in fired if f[2] is not None] == []
-
-
-def test_a_pair_takes_well_under_a_millisecond():
-    read.cache_clear()
-    started = time.perf_counter()
-    for old, new, _, _ in LABELLED_PAIRS:
-        relation_between(new, old)
-    assert (time.perf_counter() - started) / len(LABELLED_PAIRS) < 0.005  # generous: shared CI machines
 
 
 def test_held_out_pairs_written_after_the_rules_keep_precision_and_fire_on_no_unrelated_pair():

@@ -1,6 +1,7 @@
 """The lifecycle over simulated months: dormant, archived, quarantined, and back by use; tasks called directly."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -33,9 +34,11 @@ def test_months_of_disuse_move_grains_dormant_then_archived_and_one_retrieval_br
     assert status_of(lamp, bike) == ["archived", "active"]
     moves = [(e.kind, e.payload["reason"]) for e in ActivityEvent.objects.filter(payload__grain_id=bike.pk)
              .exclude(kind="grains.grain_stored").order_by("pk")]
-    assert moves == [("grains.grain_demoted", "weight 0.059 below DORMANT_WEIGHT 0.1"),
-                     ("grains.grain_archived", "dormant for 100 days"),
-                     ("grains.grain_promoted", "retrieved from the archive")]
+    assert [kind for kind, _ in moves] == ["grains.grain_demoted", "grains.grain_archived", "grains.grain_promoted"]
+    demoted = re.fullmatch(r"weight (0\.\d+) below DORMANT_WEIGHT 0\.1", moves[0][1])
+    assert demoted and float(demoted[1]) < 0.1, moves[0]  # the reason names the weight that fell short
+    assert moves[1:] == [("grains.grain_archived", "dormant for 100 days"),
+                         ("grains.grain_promoted", "retrieved from the archive")]
 
 
 def test_archived_grains_are_searched_only_when_live_ones_fall_short(t0, flux_settings):

@@ -69,16 +69,25 @@ def test_only_relay_grains_spread_signal():
 
 
 def test_hubs_are_damped_by_degree():
-    spokes = [(1, n, 0.5) for n in range(10, 42)]  # 32 neighbours, hub degree 8
-    acts = propagate({1: 1.0}, {1: "active"}, graph_of(spokes), PARAMS)
-    assert acts[10].signal == pytest.approx(1.0 * 0.8 * 0.5 * (8 / 32) ** 0.5)
+    """A grain with more neighbours than the hub degree gives each less, yet reaches more in all (damped, not
+    split); one within the hub degree gives each neighbour what a single link would."""
+    def spread(neighbours: int) -> dict:
+        spokes = [(1, n, 0.5) for n in range(10, 10 + neighbours)]
+        return propagate({1: 1.0}, {1: "active"}, graph_of(spokes), PARAMS)
+
+    alone, few, hub = spread(1), spread(4), spread(32)  # PARAMS' hub degree is 8
+    assert few[10].signal == pytest.approx(alone[10].signal)
+    assert 0 < hub[10].signal < few[10].signal
+    assert sum(hub[n].signal for n in range(10, 42)) > sum(few[n].signal for n in range(10, 14))
 
 
 def test_dormant_grains_relay_weakly_and_unknown_statuses_not_at_all():
     pairs = [(1, 2, 0.5), (2, 3, 0.5), (1, 4, 0.5), (4, 5, 0.5)]
     loader = graph_of(pairs, statuses={2: "dormant", 4: "quarantined"})
     acts = propagate({1: 1.0}, {1: "active"}, loader, PARAMS)
-    assert acts[3].signal == pytest.approx(0.4 * 0.8 * 0.5 * 0.3)
+    awake = propagate({1: 1.0}, {1: "active"}, graph_of(pairs, statuses={4: "quarantined"}), PARAMS)
+    assert 0 < acts[3].signal < awake[3].signal  # through a dormant grain, some signal but less
+    assert acts[2].signal == pytest.approx(awake[2].signal)  # the dormant grain itself is reached as before
     assert 5 not in acts
 
 

@@ -125,7 +125,7 @@ def _jazz_grains(t0) -> list[Grain]:
 
 
 def test_feedback_moves_a_grain_into_the_top_five_and_helps_a_related_query(t0):
-    grains = _jazz_grains(t0)
+    _jazz_grains(t0)
     first = grain_retrieve(query="jazz", limit=10, now=t0)
     target = first.grains[-1].id
     assert target not in ids(first)[:5]
@@ -136,7 +136,6 @@ def test_feedback_moves_a_grain_into_the_top_five_and_helps_a_related_query(t0):
     assert target in ids(grain_retrieve(query="jazz", limit=5, now=t0))
     related_after = ids(grain_retrieve(query="warm jazz sounds", limit=12, now=t0)).index(target)
     assert related_after < related_before and related_after < 5
-    assert len(grains) == 12
 
 
 def test_unused_grain_decays_and_goes_dormant_while_a_used_one_stays(t0):
@@ -259,5 +258,6 @@ def test_a_grain_dated_within_the_date_a_query_names_ranks_first(t0, flux_settin
     assert ids(grain_retrieve(query="What did Jon paint?", now=t0)) == [shed.pk, fence.pk]
     assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [fence.pk, shed.pk]
     assert ids(grain_retrieve(query="What did Jon paint in June?", now=t0)) == [shed.pk, fence.pk]
+    assert ids(grain_retrieve(query="What did Jon paint in May?", now=t0)) == [fence.pk, shed.pk]
     flux_settings(TEMPORAL_BOOST=0.0)
     assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [shed.pk, fence.pk]
