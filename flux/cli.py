@@ -11,11 +11,13 @@ import urllib.request
 
 from core.defaults import CHOICES
 from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
+from core.net import http_answers
 from core.secret import SECRET_FILE, SecretError, instance_secret
 from core.version import flux_version
 from flux import processes
 from flux.instance import Instance, InstanceError, config_text, python
 from flux.integrations import write_snippets
+from flux.supervisor import Supervisor
 
 MODES = CHOICES["OPERATING_MODE"]
 
@@ -58,18 +60,73 @@ def cmd_start(args: argparse.Namespace) -> int:
     instance = Instance.existing(args.name)
     instance.config()
     already = processes.running(instance)
-    if already:
-        print(f"Instance {args.name!r} is already running ({_pids(already)}) at {instance.rest_url()}")
+    supervisor = processes.supervisor_pid(instance)
+    if supervisor is not None:
+        if args.foreground:
+            raise InstanceError(f"instance {args.name!r} is already running in the background (supervisor pid "
+                                f"{supervisor}); `flux stop --name {args.name}` first")
+        missing = [s.name for s in processes.services(instance) if s.name not in already]
+        print(f"Instance {args.name!r} is already running ({_pids({'supervisor': supervisor, **already})}) at "
+              f"{instance.rest_url()}" + (f"; {', '.join(missing)} not running: its supervisor restarts it"
+                                          if missing else ""))
         return 0
-    procs = processes.start(instance, broadcast=args.broadcast)
-    started = {name: p.pid for name, p in procs.items()}
-    print(f"Started instance {args.name!r} ({_pids(started)}); logs in {instance.log_dir}")
+    if already:
+        print(f"Found {_pids(already)} running without their supervisor (it was killed): adopting them, "
+              "starting the rest.")
+    if args.foreground:
+        return _start_foreground(instance, args)
+    pid = processes.start(instance, broadcast=args.broadcast)
+    print(f"Started instance {args.name!r} ({_pids({'supervisor': pid, **processes.running(instance)})}); "
+          f"logs in {instance.log_dir}")
+    _started(instance, args)
+    return 0
+
+
+def _started(instance: Instance, args: argparse.Namespace) -> None:
     _print_urls(instance, broadcast=args.broadcast)
     print(f"  Admin:     flux admin --name {args.name}")
     print(f"  MCP:       add a snippet from {instance.integrations} to your MCP client (stdio or HTTP)")
-    if args.foreground:
-        print("Running in the foreground; Ctrl-C stops every process.", flush=True)
-        return processes.wait_foreground(instance, procs)
+
+
+def _start_foreground(instance: Instance, args: argparse.Namespace) -> int:
+    """The supervisor in this terminal: services restarted when they die, all stopped by Ctrl-C (or SIGTERM)."""
+    token = processes.prepare(instance, broadcast=args.broadcast, running_now=processes.running(instance))
+    log_path = instance.log_dir / "supervisor.log"
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        with open(log_path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+    supervisor = Supervisor(instance, broadcast=args.broadcast, token=token, log=log)
+    (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")
+    try:
+        supervisor.start_all()
+        try:
+            processes.wait_ready(instance, timeout=60.0, failed=lambda: None)
+        except InstanceError:
+            supervisor.stop_all()
+            raise
+        print(f"Started instance {args.name!r} ({_pids(processes.running(instance))}); logs in {instance.log_dir}")
+        _started(instance, args)
+        print("Running in the foreground; services that die are restarted; Ctrl-C stops every process.", flush=True)
+        supervisor.watch()
+    finally:
+        (instance.run_dir / "supervisor.pid").unlink(missing_ok=True)
+    return 0
+
+
+def cmd_supervise(args: argparse.Namespace) -> int:
+    """What `flux start` runs detached: start (or adopt) every service, restart one that dies, stop all on SIGTERM."""
+    instance = Instance.existing(args.name)
+    supervisor = Supervisor(instance, broadcast=args.broadcast, token=os.environ.get(processes.VIEW_TOKEN_ENV, ""),
+                            log=lambda line: print(line, flush=True))  # its stdout is logs/supervisor.log
+    (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")
+    try:
+        supervisor.start_all()
+        supervisor.watch()
+    finally:
+        (instance.run_dir / "supervisor.pid").unlink(missing_ok=True)
     return 0
 
 
@@ -88,7 +145,7 @@ def _print_urls(instance: Instance, *, broadcast: bool) -> None:
 
 def _running_instance(name: str, hint: str = "") -> Instance:
     instance = Instance.existing(name)
-    if not processes.running(instance):
+    if not processes.running(instance) and processes.supervisor_pid(instance) is None:
         raise InstanceError(f"instance {name!r} is not running{hint}")
     return instance
 
@@ -101,12 +158,29 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """Each process and whether it answers; exit 0 only when every one runs and answers."""
     instance = Instance.existing(args.name)
     pids = processes.running(instance)
-    print(f"Instance {args.name!r} in {instance.path}: {'running' if pids else 'not running'}")
+    supervisor = processes.supervisor_pid(instance)
+    urls = {"rest": instance.rest_url() + "/health", "dashboard": instance.dashboard_url() + "/",
+            "mcp": instance.mcp_url()}
+    lines, healthy = [], supervisor is not None
+    lines.append(f"  supervisor: pid {supervisor}" if supervisor else
+                 "  supervisor: not running" + ("; the services run unsupervised (`flux start` adopts them)"
+                                                if pids else ""))
+    for service in processes.services(instance):
+        pid = pids.get(service.name)
+        url = urls.get(service.name)
+        answers = url is None or (pid is not None and http_answers(url))
+        healthy = healthy and pid is not None and answers
+        state = ("not running" + (" (its supervisor restarts it)" if supervisor else "") if pid is None
+                 else f"pid {pid}" + ("" if url is None else ", answering" if answers else f", not answering {url}"))
+        lines.append(f"  {service.name + ':':11} {state}")
+    overall = "running" if healthy else "not running" if not pids and not supervisor else "degraded"
+    print(f"Instance {args.name!r} in {instance.path}: {overall}")
+    print("\n".join(lines))
     if not pids:
         return 1
-    print(f"  processes: {_pids(pids)}")
     _print_urls(instance, broadcast=processes.broadcasting(instance))
     request = urllib.request.Request(instance.rest_url() + "/health")
     if instance.setting("API_KEY"):
@@ -131,7 +205,7 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"{health['last_snapshot'] or 'not yet'}")
     for warning in health["warnings"] or [{"message": "none"}]:
         print(f"  warning:   {warning['message']}")
-    return 0
+    return 0 if healthy else 1
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -211,6 +285,10 @@ def parser() -> argparse.ArgumentParser:
                        help="let the dashboard (read-only) listen on every interface and print its LAN URLs; "
                             "the REST API stays on REST_HOST")
     command("stop", cmd_stop, "stop every process of the instance, gracefully")
+    supervise = sub.add_parser("supervise")  # what `flux start` runs detached; not listed
+    supervise.add_argument("--name", required=True)
+    supervise.add_argument("--broadcast", action="store_true")
+    supervise.set_defaults(handler=cmd_supervise)
     command("status", cmd_status, "say whether the instance runs, with its pids and counts")
     command("mcp", cmd_mcp, "run the stdio MCP server for the instance (what MCP clients launch)")
     command("mcp-config", cmd_mcp_config, "rewrite and print the MCP client snippets")
@@ -229,7 +307,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)  # every file an instance's processes create is the owner's alone (inherited by the services)
-    args = parser().parse_args(argv)
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if extra and getattr(args, "command", "") == "keys" and args.client is None and len(extra) == 1 \
+            and not extra[0].startswith("-"):
+        args.client = extra[0]  # `flux keys add --name N CLIENT`: argparse binds positionals before options
+    elif extra:
+        top.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.handler(args)
     except InstanceError as exc:
@@ -237,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`flux status | head`)
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

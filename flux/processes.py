@@ -8,15 +8,14 @@ import socket
 import struct
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.defaults import DEFAULT_ALLOWED_HOSTS
 from core.keys import open_rest_refusal
-from core.net import wait_for_http
+from core.net import http_answers
 from flux.instance import Instance, InstanceError, python
-
-STOP_GRACE_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,7 @@ class Service:
 
 # A word of each service's command line, so a recycled pid is never taken for it.
 MARKERS = {"rest": "fluxsite.asgi", "dashboard": "fluxsite.dashboard_asgi", "worker": "celery", "mcp": "flux_mcp"}
+SUPERVISOR_MARKER = "flux"  # `python -m flux supervise` or `flux start --foreground`
 BROADCAST_HOST = "0.0.0.0"
 VIEW_TOKEN_ENV = "FLUX_VIEW_TOKEN"  # read by dashboard/access.py
 SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
@@ -76,11 +76,11 @@ def lan_addresses() -> list[str]:
     return sorted(a for a in found if not a.startswith("127."))
 
 
-def _pid_file(instance: Instance, service: Service) -> Path:
+def pid_file(instance: Instance, service: Service) -> Path:
     return instance.run_dir / f"{service.name}.pid"
 
 
-def _live_pid(path: Path, marker: str) -> int | None:
+def live_pid(path: Path, marker: str) -> int | None:
     """The pid in ``path`` if it names a live process whose command line has ``marker``; a stale file is removed."""
     try:
         pid = int(path.read_text().strip())
@@ -97,11 +97,16 @@ def _live_pid(path: Path, marker: str) -> int | None:
 def running_in(folder: Path) -> dict[str, int]:
     """The services running on the instance in ``folder``, by their pid files (no config needed)."""
     return {name: pid for name, marker in MARKERS.items()
-            if (pid := _live_pid(folder / "run" / f"{name}.pid", marker)) is not None}
+            if (pid := live_pid(folder / "run" / f"{name}.pid", marker)) is not None}
 
 
 def running(instance: Instance) -> dict[str, int]:
     return running_in(instance.path)
+
+
+def supervisor_pid(instance: Instance) -> int | None:
+    """The pid of the instance's supervisor (`flux supervise`, or a `flux start --foreground`), if it runs."""
+    return live_pid(instance.run_dir / "supervisor.pid", SUPERVISOR_MARKER)
 
 
 def check_port_free(host: str, port: int, key: str, instance: Instance) -> None:
@@ -116,13 +121,18 @@ def check_port_free(host: str, port: int, key: str, instance: Instance) -> None:
 
 
 def migrate(instance: Instance) -> None:
-    """Migrate the database and prepare the Celery broker, before any process of the instance starts."""
-    for step, argv in (("migrating the database", ["migrate", "--no-input"]),
+    """Check and migrate the database and prepare the Celery broker, before any process of the instance starts;
+    warnings (a damaged broker file made anew) are printed."""
+    for step, argv in (("checking the database", ["flux_db_check"]),
+                       ("migrating the database", ["migrate", "--no-input"]),
                        ("preparing the task broker", ["flux_broker_prepare"])):
         out = subprocess.run([python(), "-m", "django", *argv], env=instance.environ(), cwd=instance.path,
                              capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             raise InstanceError(f"{step} of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
+        for line in out.stdout.splitlines():
+            if line.startswith("warning: "):
+                print(f"flux: {line}", flush=True)
 
 
 def _environ(instance: Instance, service: Service, broadcast: bool, view_token: str) -> dict[str, str]:
@@ -143,22 +153,25 @@ def view_token(instance: Instance) -> str | None:
         return None
 
 
-def _check_ports(instance: Instance, broadcast: bool) -> None:
-    check_port_free(str(instance.setting("REST_HOST")), int(instance.setting("REST_PORT")), "REST_PORT", instance)
-    check_port_free(BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
-                    int(instance.setting("DASHBOARD_PORT")), "DASHBOARD_PORT", instance)
-    check_port_free(str(instance.setting("MCP_HOST")), int(instance.setting("MCP_PORT")), "MCP_PORT", instance)
+def _check_ports(instance: Instance, broadcast: bool, skip: set[str]) -> None:
+    """The ports of the services about to start (not those in ``skip``, running already) are free."""
+    for name, host, key in (("rest", str(instance.setting("REST_HOST")), "REST_PORT"),
+                            ("dashboard", BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
+                             "DASHBOARD_PORT"),
+                            ("mcp", str(instance.setting("MCP_HOST")), "MCP_PORT")):
+        if name not in skip:
+            check_port_free(host, int(instance.setting(key)), key, instance)
 
 
-def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0) -> dict[str, subprocess.Popen]:
-    """Start every service detached (each in its own session, so `flux stop` can signal it and its children),
-    then wait until the REST API's /health and the dashboard answer."""
+def prepare(instance: Instance, *, broadcast: bool, running_now: dict[str, int]) -> str:
+    """Everything before the services start: refusals, free ports (of the services not running), the database
+    migrated and checked, the folders; returns the dashboard's viewing token (empty unless broadcasting)."""
     for setting, what in (("REST_HOST", "REST API"), ("MCP_HOST", "MCP server")):
         refusal = open_rest_refusal(str(instance.setting(setting)), str(instance.setting("API_KEYS")), instance.path,
                                     what=what, setting=setting)
         if refusal:
             raise InstanceError(refusal)
-    _check_ports(instance, broadcast)
+    _check_ports(instance, broadcast, skip=set(running_now))
     migrate(instance)
     instance.run_dir.mkdir(exist_ok=True)
     instance.log_dir.mkdir(exist_ok=True)
@@ -166,66 +179,123 @@ def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0)
     (instance.run_dir / "broadcast").unlink(missing_ok=True)
     # A new viewing token each run: a LAN link works for this run of the service only.
     token = secrets.token_urlsafe(24) if broadcast else ""
-    procs: dict[str, subprocess.Popen] = {}
-    for service in services(instance, broadcast=broadcast):
-        with open(instance.log_dir / f"{service.name}.log", "ab") as log:
-            proc = subprocess.Popen(service.argv, env=_environ(instance, service, broadcast, token), cwd=instance.path,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        _pid_file(instance, service).write_text(f"{proc.pid}\n")
-        procs[service.name] = proc
     if broadcast:
         (instance.run_dir / "broadcast").write_text(token + "\n")
+    return token
+
+
+def spawn(instance: Instance, service: Service, *, broadcast: bool, token: str) -> subprocess.Popen:
+    """Start one service in a session of its own (so it and its children can be signalled together), its
+    output appended to its log, its pid in its pid file."""
+    with open(instance.log_dir / f"{service.name}.log", "ab") as log:
+        proc = subprocess.Popen(service.argv, env=_environ(instance, service, broadcast, token), cwd=instance.path,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    pid_file(instance, service).write_text(f"{proc.pid}\n")
+    return proc
+
+
+def start(instance: Instance, *, broadcast: bool = False, timeout: float = 60.0) -> int:
+    """Start the instance's supervisor detached (`flux supervise`: it starts every service, adopting any still
+    running, and restarts one that dies), then wait until the REST API's /health, the dashboard and the MCP
+    server answer. Returns the supervisor's pid."""
+    token = prepare(instance, broadcast=broadcast, running_now=running(instance))
+    env = {**instance.environ(), "FLUX_HOME": str(instance.path.parent), VIEW_TOKEN_ENV: token}
+    argv = [python(), "-m", "flux", "supervise", "--name", instance.name, *(["--broadcast"] if broadcast else [])]
+    log = instance.log_dir / "supervisor.log"
+    mark = log.stat().st_size if log.exists() else 0
+    with open(log, "ab") as out:
+        supervisor = subprocess.Popen(argv, env=env, cwd=instance.path, stdin=subprocess.DEVNULL, stdout=out,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+    (instance.run_dir / "supervisor.pid").write_text(f"{supervisor.pid}\n")
+    wait_ready(instance, timeout=timeout, failed=lambda: _start_failure(instance, log, mark, supervisor))
+    return supervisor.pid
+
+
+def _start_failure(instance: Instance, log: Path, mark: int, supervisor: subprocess.Popen) -> str | None:
+    """Why the start failed, if it did: the supervisor gone, or a service that exited while starting."""
+    if supervisor.poll() is not None:
+        return f"the supervisor exited (code {supervisor.returncode})"
+    with open(log, "rb") as f:
+        f.seek(mark)
+        text = f.read().decode(errors="replace")
+    for service in MARKERS:
+        if f"supervisor: {service} (pid" in text:
+            return f"the {service} service exited while starting"
+    return None
+
+
+def wait_ready(instance: Instance, *, timeout: float, failed: Callable[[], str | None]) -> None:
+    """Wait until REST /health, the dashboard and the MCP server answer; on ``failed()`` or the timeout, stop the
+    instance and raise with the end of the log of the service that did not come up."""
+    deadline = time.monotonic() + timeout
     for name, url in (("rest", instance.rest_url() + "/health"), ("dashboard", instance.dashboard_url() + "/"),
                       ("mcp", instance.mcp_url())):
-        try:
-            wait_for_http(url, timeout=timeout, proc=procs[name])
-        except (RuntimeError, TimeoutError) as exc:
-            stop(instance)
-            log = instance.log_dir / f"{name}.log"
-            tail = log.read_text(errors="replace")[-1500:]
-            raise InstanceError(f"the {name} service did not start ({exc}); end of {log}:\n{tail}") from None
-    return procs
+        while True:
+            if http_answers(url):
+                break
+            why = failed()
+            if why is None and time.monotonic() > deadline:
+                why = f"no answer from {url} within {timeout:g} s"
+            if why is not None:
+                stop(instance)
+                log = instance.log_dir / f"{name}.log"
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                raise InstanceError(f"the {name} service did not start ({why}); end of {log}:\n{tail}")
+            time.sleep(0.2)
 
 
 def broadcasting(instance: Instance) -> bool:
     return (instance.run_dir / "broadcast").exists()
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def wait_foreground(instance: Instance, procs: dict[str, subprocess.Popen]) -> int:
-    """Run until a service exits or the user presses Ctrl-C (or SIGTERM arrives), then stop them all."""
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        while all(p.poll() is None for p in procs.values()):
-            time.sleep(0.5)
-        failed = [n for n, p in procs.items() if p.poll() is not None]
-        print(f"flux: {', '.join(failed)} exited; stopping the others (see {instance.log_dir})", flush=True)
-        code = 1
-    except KeyboardInterrupt:
-        code = 0
-    stop(instance)
-    return code
-
-
-def stop(instance: Instance, grace: float = STOP_GRACE_SECONDS) -> dict[str, int]:
-    """SIGTERM every running service (queued writes run before it exits), SIGKILL after ``grace`` seconds."""
+def stop(instance: Instance, grace: float | None = None) -> dict[str, int]:
+    """Stop the supervisor (it stops its services: SIGTERM, so queued writes run before they exit; SIGKILL after
+    STOP_GRACE_SECONDS), then anything of the instance still running the same way; the pid files go."""
+    grace = float(instance.setting("STOP_GRACE_SECONDS")) if grace is None else grace
     pids = running(instance)
-    for pid in pids.values():
-        _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_alive(p) for p in pids.values()):
-        time.sleep(0.1)
-    for pid in pids.values():
-        if _alive(pid):
-            _signal_group(pid, signal.SIGKILL)
+    supervisor = supervisor_pid(instance)
+    if supervisor is not None:
+        pids["supervisor"] = supervisor
+        _signal(supervisor, signal.SIGTERM)
+        deadline = time.monotonic() + grace + 10
+        while time.monotonic() < deadline and alive(supervisor):
+            time.sleep(0.1)
+    stop_pids([pid for name, pid in running(instance).items()] + ([supervisor] if supervisor else []), grace)
     for service in services(instance):
-        _pid_file(instance, service).unlink(missing_ok=True)
+        pid_file(instance, service).unlink(missing_ok=True)
+    (instance.run_dir / "supervisor.pid").unlink(missing_ok=True)
     (instance.run_dir / "broadcast").unlink(missing_ok=True)
     return pids
+
+
+def stop_pids(pids: list[int], grace: float) -> None:
+    """SIGTERM each pid's process group, wait up to ``grace`` seconds, SIGKILL the groups still alive."""
+    for pid in pids:
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        if alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+
+
+def kill_group(pid: int | None) -> None:
+    """SIGKILL what is left of a service's process group (its leader dead: children it started, like the
+    worker's embedded beat, would otherwise run on beside its successor)."""
+    if pid is not None:
+        _signal_group(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -235,7 +305,7 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
     except ChildProcessError:

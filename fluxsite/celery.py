@@ -28,6 +28,8 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "epistemic-pass": {"task": "epistemic.epistemic_pass", "schedule": float(flux["EPISTEMIC_INTERVAL_SECONDS"])},
         "dream-run": {"task": "dreams.dream_run", "schedule": float(flux["DREAM_INTERVAL_SECONDS"])},
         "health-snapshot": {"task": "vitals.vitals_snapshot", "schedule": float(flux["HEALTH_INTERVAL_SECONDS"])},
+        "feedback-apply-pending": {"task": "graph.feedback_apply_pending",
+                                   "schedule": float(flux["FEEDBACK_SWEEP_SECONDS"])},
         "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
         # Restore data of purged grains is cleared when the window ends; checked as often as decay runs.
         "tombstones-expire": {"task": "grains.tombstones_expire", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},

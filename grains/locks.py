@@ -23,12 +23,30 @@ def _holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _holder_gone(holder: str) -> bool:
+    """Whether ``holder`` ("host:pid") was a process of this machine that no longer runs (killed mid-run)."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def lock_take(name: str, *, seconds: float, now: datetime | None = None) -> tuple[Lock, bool]:
-    """(the lock's row, whether this call took it); a row past its expiry is taken over."""
+    """(the lock's row, whether this call took it); a row past its expiry, or held by a process of this machine
+    that died (a worker killed mid-run), is taken over."""
     now = now or timezone.now()
+    held = Lock.objects.filter(name=name).values_list("holder", flat=True).first()
     try:
         with transaction.atomic():
             Lock.objects.filter(name=name, expires_at__lt=now).delete()
+            if held is not None and _holder_gone(held):
+                Lock.objects.filter(name=name, holder=held).delete()
             return Lock.objects.create(name=name, holder=_holder(), acquired_at=now,
                                        expires_at=now + timedelta(seconds=seconds)), True
     except IntegrityError:

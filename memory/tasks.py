@@ -9,6 +9,7 @@ from core.errors import Conflict
 from memory import upkeep
 from memory.dreaming import dream_run
 from memory.forgetting import tombstones_expire
+from memory.retrieval import feedback_apply_pending
 
 
 @shared_task(name="graph.decay_sweep")
@@ -30,6 +31,13 @@ def cluster_refresh_task() -> dict:
     the last clustering (a cheap count otherwise)."""
     result = upkeep.cluster_refresh()
     return asdict(result) if result else {"grown": False}
+
+
+@shared_task(name="graph.feedback_apply_pending")
+def feedback_apply_pending_task() -> int:
+    """Apply feedback accepted but not applied: the REST service applies it right after the 202, so this finds
+    only what a service killed in between, or a full write queue, left behind."""
+    return feedback_apply_pending()
 
 
 @shared_task(name="graph.embed_missing")

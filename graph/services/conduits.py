@@ -72,12 +72,12 @@ def conduits_link_new_grains(
     """Association conduits from new grains to their lexical and context neighbours, in one insert.
 
     ``lexical`` is ``lexical_neighbours`` of the grains when already known.
-    Returns how many links each grain got. A pair found twice keeps its strongest weight.
+    Returns how many links each grain has once they are made: to earlier grains, and from grains of the same
+    batch stored after it. A pair found twice keeps its strongest weight.
     """
     lo, hi = S("WEIGHT_MIN"), S("WEIGHT_MAX")
     want, floor = S("STORE_LINK_NEIGHBOURS"), S("STORE_LINK_MIN_SIMILARITY")
     pairs: dict[tuple[int, int], float] = {}
-    linked: dict[int, int] = {}
     context = _context_neighbours(grains)
     if lexical is None:
         lexical = lexical_neighbours(grains, limit=want)
@@ -89,7 +89,11 @@ def conduits_link_new_grains(
         for gid, weight in weights.items():
             key = _ends(grain.pk, gid, ConduitKind.ASSOCIATION)
             pairs[key] = max(pairs.get(key, 0.0), clamp(weight, lo, hi))
-        linked[grain.pk] = len(weights)
+    linked = {grain.pk: 0 for grain in grains}
+    for pair in pairs:
+        for end in pair:
+            if end in linked:
+                linked[end] += 1
     Conduit.objects.bulk_create(
         [Conduit(source_id=a, target_id=b, kind=ConduitKind.ASSOCIATION, weight=w, created_at=now, last_decayed_at=now)
          for (a, b), w in pairs.items()],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -79,12 +79,16 @@ def feedback_record(
 
 
 def feedback_apply_pending(*, now: datetime | None = None, batch_size: int = 100) -> int:
-    """Apply every accepted but unapplied feedback, oldest first, one short transaction each batch."""
+    """Apply every accepted but unapplied feedback, oldest first, one short transaction each batch. Safe beside
+    another process doing the same: SQLite's write transactions are IMMEDIATE (the second reads after the first
+    committed), PostgreSQL's rows are locked and skipped."""
     applied = 0
     while True:
         with transaction.atomic():
-            batch = list(Feedback.objects.filter(applied_at__isnull=True).select_related("item__trace")
-                         .order_by("pk")[:batch_size])
+            pending = Feedback.objects.filter(applied_at__isnull=True)
+            if connection.features.has_select_for_update_skip_locked:
+                pending = pending.select_for_update(skip_locked=True, of=("self",))
+            batch = list(pending.select_related("item__trace").order_by("pk")[:batch_size])
             for feedback in batch:
                 feedback_apply(feedback, now=now or timezone.now())
         applied += len(batch)
@@ -128,7 +132,7 @@ def _learn_grain(grain: Grain, feedback: Feedback, now: datetime) -> None:
                                       max_terms=S("CUE_MAX_TERMS")) or None
         grain.useful_count += 1
         grain.last_accessed_at = now
-        if grain.status == Status.DORMANT and grain.superseded_by is None:
+        if grain.status in (Status.DORMANT, Status.ARCHIVED) and grain.superseded_by is None:
             changes.status(grain, Status.ACTIVE, "useful")
         if grain.tier != Tier.CORE and grain.useful_count >= S("PROMOTION_THRESHOLD"):
             grain.tier = Tier.CORE

@@ -37,7 +37,7 @@ def keyed(tmp_path_factory):
     home = tmp_path_factory.mktemp("keys") / "home"
     assert flux_cli(home, "init", "--name", "team", "--yes").returncode == 0
     local = flux_cli(home, "keys", "--name", "team", "add", "agent", "--local")
-    other = flux_cli(home, "keys", "--name", "team", "add", "second-agent")
+    other = flux_cli(home, "keys", "add", "--name", "team", "second-agent")  # the order SECURITY.md shows
     assert local.returncode == other.returncode == 0, local.stderr + other.stderr
     key, other_key = (re.search(r"(flux_\S+)", out.stdout).group(1) for out in (local, other))
     folder, port = home / "team", free_port()

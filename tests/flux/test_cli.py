@@ -309,7 +309,8 @@ def test_scripts_run_runs_the_whole_service_until_ctrl_c(tmp_path):
                 continue
         assert "graph.decay_swept" in kinds, log.read_text()[-3000:]
         pids = {p.stem: int(p.read_text()) for p in (home / "var" / "run").glob("*.pid")}
-        assert set(pids) == {"rest", "dashboard", "mcp", "worker"} and all(alive(p) for p in pids.values())
+        assert set(pids) == {"rest", "dashboard", "mcp", "worker", "supervisor"}
+        assert all(alive(p) for p in pids.values())
         run.send_signal(signal.SIGINT)
         assert run.wait(timeout=60) == 0, log.read_text()[-3000:]
     finally:
@@ -317,3 +318,84 @@ def test_scripts_run_runs_the_whole_service_until_ctrl_c(tmp_path):
             run.kill()
     assert not any(alive(p) for p in pids.values())
     assert not list((home / "var" / "run").glob("*.pid"))
+
+
+def _pid(home: Path, service: str) -> int | None:
+    try:
+        return int((home / "mem" / "run" / f"{service}.pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of a process group."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().split(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _until(condition, seconds: float = 60) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def test_a_service_killed_is_restarted_and_status_tells_the_truth(instance):
+    import signal
+
+    home, port = instance
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    supervisor, rest, worker = _pid(home, "supervisor"), _pid(home, "rest"), _pid(home, "worker")
+    os.kill(supervisor, signal.SIGSTOP)  # hold the supervisor still to see the gap
+    try:
+        os.kill(rest, signal.SIGKILL)
+        assert _until(lambda: not alive(rest))
+        gap = flux(home, "status", "--name", "mem")
+        assert gap.returncode == 1 and "degraded" in gap.stdout
+        assert "rest:       not running (its supervisor restarts it)" in gap.stdout
+        again = flux(home, "start", "--name", "mem")
+        assert again.returncode == 0 and "rest not running: its supervisor restarts it" in again.stdout
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    assert _until(lambda: _pid(home, "rest") not in (None, rest) and alive(_pid(home, "rest")))
+    os.kill(worker, signal.SIGKILL)
+    assert _until(lambda: _pid(home, "worker") not in (None, worker))
+    assert _until(lambda: not _group(worker)), "the killed worker's beat lives on beside its successor"
+    assert _until(lambda: flux(home, "status", "--name", "mem").returncode == 0)
+    log = (home / "mem" / "logs" / "supervisor.log").read_text()
+    assert f"rest (pid {rest}) killed by signal 9; restarting in 1 s" in log
+    assert f"worker (pid {worker}) killed by signal 9; restarting in 1 s" in log
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/store", data=b'{"content": "after the restart"}',
+                                     headers={"Content-Type": "application/json"})
+    assert urllib.request.urlopen(request, timeout=30).status == 201
+
+
+def test_services_outliving_their_supervisor_are_adopted_not_started_twice(instance):
+    import signal
+
+    home, _ = instance
+    assert flux(home, "start", "--name", "mem").returncode == 0
+    before = {s: _pid(home, s) for s in ("rest", "dashboard", "worker", "mcp")}
+    supervisor = _pid(home, "supervisor")
+    os.kill(supervisor, signal.SIGKILL)
+    assert _until(lambda: not alive(supervisor))
+    orphaned = flux(home, "status", "--name", "mem")
+    assert orphaned.returncode == 1 and "the services run unsupervised" in orphaned.stdout
+    adopted = flux(home, "start", "--name", "mem")
+    assert adopted.returncode == 0 and "running without their supervisor" in adopted.stdout, adopted.stderr
+    assert {s: _pid(home, s) for s in before} == before and all(alive(p) for p in before.values())
+    assert alive(_pid(home, "supervisor")) and _pid(home, "supervisor") != supervisor
+    assert flux(home, "status", "--name", "mem").returncode == 0
+    stopped = flux(home, "stop", "--name", "mem")
+    assert stopped.returncode == 0 and not any(alive(p) for p in before.values())

@@ -10,4 +10,6 @@ class Command(BaseCommand):
     help = "Declare the Celery queues and set up the embedded broker file."
 
     def handle(self, *args: object, **opts: object) -> None:
-        broker_prepare()
+        warning = broker_prepare()
+        if warning:
+            self.stdout.write(f"warning: {warning}")
