@@ -175,6 +175,8 @@ SETTINGS: list[Setting] = [
         ("EPISTEMIC_INTERVAL_SECONDS", 3600, "How often Celery beat runs the epistemic pass over newly stored grains."),
         ("DREAM_INTERVAL_SECONDS", 21600, "How often Celery beat runs the dream cycle."),
         ("HEALTH_INTERVAL_SECONDS", 300, "How often Celery beat takes a health snapshot (and raises or clears warnings)."),
+        ("BACKUP_KEEP", 0, "Daily backups kept in the instance's backups/ folder (0: none are taken; `flux backup` works either way)."),
+        ("BACKUP_INTERVAL_SECONDS", 86400, "How often Celery beat takes one of those backups when BACKUP_KEEP > 0."),
         ("FEEDBACK_SWEEP_SECONDS", 60, "How often Celery beat applies feedback accepted but left unapplied (by a service killed between its 202 and applying it)."),
         ("EMBED_INTERVAL_SECONDS", 600, "How often Celery beat embeds grains that have no vector yet (semantic entry on only)."),
         ("HEALTH_RETENTION_DAYS", 30.0, "Health snapshots and counters older than this are deleted."),

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from core.defaults import CHOICES
 from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
@@ -208,6 +209,32 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if healthy else 1
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    """A consistent copy of the database, taken while the instance runs (or not)."""
+    instance = Instance.existing(args.name)
+    argv = [python(), "-m", "django", "flux_backup", *(["--to", str(Path(args.to).resolve())] if args.to else [])]
+    return _django(instance, argv, "backup")
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Put a backup in place of the database; the instance must be stopped."""
+    instance = Instance.existing(args.name)
+    if processes.running(instance) or processes.supervisor_pid(instance):
+        raise InstanceError(f"instance {args.name!r} is running; `flux stop --name {args.name}` first, then restore")
+    argv = [python(), "-m", "django", "flux_restore", str(Path(args.path).resolve())]
+    return _django(instance, argv, "restore")
+
+
+def _django(instance: Instance, argv: list[str], what: str) -> int:
+    out = subprocess.run(argv, env=instance.environ(), cwd=instance.path, capture_output=True, text=True,
+                         timeout=3600)
+    if out.returncode != 0:
+        error = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit code {out.returncode}"
+        raise InstanceError(f"{what} of {instance.name!r} failed: {error.removeprefix('CommandError: ')}")
+    print(out.stdout.strip())
+    return 0
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     instance = Instance.existing(args.name)
     argv = [python(), "-m", "django", "flux_mcp"]
@@ -297,6 +324,10 @@ def parser() -> argparse.ArgumentParser:
     admin.add_argument("action", nargs=argparse.REMAINDER,
                        help="link | search QUERY | purge ID --reason R [--token T] | restore ID --reason R "
                             "[--token T] | audit | export ID")
+    backup = command("backup", cmd_backup, "a consistent copy of the database, taken while the instance runs")
+    backup.add_argument("--to", help="where to write it (default: backups/ in the instance folder)")
+    restore = command("restore", cmd_restore, "put a backup in place of the database (the instance stopped)")
+    restore.add_argument("path", help="a file written by flux backup")
     keys = command("keys", cmd_keys, "API keys, each bound to one client: add (printed once), list, remove")
     keys.add_argument("action", choices=("add", "list", "remove"))
     keys.add_argument("client", nargs="?", help="the client name the key is bound to (add, remove)")

@@ -30,6 +30,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "health-snapshot": {"task": "vitals.vitals_snapshot", "schedule": float(flux["HEALTH_INTERVAL_SECONDS"])},
         "feedback-apply-pending": {"task": "graph.feedback_apply_pending",
                                    "schedule": float(flux["FEEDBACK_SWEEP_SECONDS"])},
+        "backup-daily": {"task": "grains.backup_daily", "schedule": float(flux["BACKUP_INTERVAL_SECONDS"])},
         "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
         # Restore data of purged grains is cleared when the window ends; checked as often as decay runs.
         "tombstones-expire": {"task": "grains.tombstones_expire", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},

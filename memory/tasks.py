@@ -71,6 +71,13 @@ def vitals_snapshot_task() -> dict:
     return {"status": result.snapshot.status, "raised": result.raised, "cleared": result.cleared}
 
 
+@shared_task(name="grains.backup_daily")
+def backup_daily_task() -> dict:
+    """A backup kept among the newest BACKUP_KEEP (nothing when BACKUP_KEEP is 0)."""
+    made = upkeep.backup_daily()
+    return {"path": str(made.path), "bytes": made.bytes, "seconds": made.seconds} if made else {"kept": 0}
+
+
 @shared_task(name="grains.broker_cleanup")
 def broker_cleanup_task() -> int:
     return upkeep.broker_cleanup()

@@ -4,6 +4,7 @@ snapshot raising and clearing warnings (vitals), embedding grains stored without
 expired restore data (memory.forgetting), and cleaning the embedded broker (core)."""
 from __future__ import annotations
 
+from core.backup import DAILY_PREFIX, Backup, backups_prune, database_backup, default_backup_path
 from core.broker import broker_cleanup
 from core.conf import flux_setting as S
 from epistemic.review import epistemic_pass
@@ -12,11 +13,21 @@ from graph.services.clustering import ClusterResult, cluster_rebuild, cluster_re
 from graph.services.decay import decay_sweep
 from vitals.services import vitals_snapshot
 
-__all__ = ["broker_cleanup", "cluster_rebuild", "cluster_refresh", "decay_sweep", "embed_missing", "epistemic_pass",
-           "vitals_snapshot"]
+__all__ = ["backup_daily", "broker_cleanup", "cluster_rebuild", "cluster_refresh", "decay_sweep", "embed_missing",
+           "epistemic_pass", "vitals_snapshot"]
 
 
 def cluster_refresh() -> ClusterResult | None:
     """Re-cluster when the graph grew enough since the last clustering (CLUSTER_GROWTH_GRAINS or
     CLUSTER_GROWTH_FRACTION), so a young memory gets clusters within minutes rather than CLUSTER_INTERVAL_SECONDS."""
     return cluster_rebuild_if_grown(grains=S("CLUSTER_GROWTH_GRAINS"), fraction=S("CLUSTER_GROWTH_FRACTION"))
+
+
+def backup_daily() -> Backup | None:
+    """With BACKUP_KEEP > 0: a backup in backups/ (flux-daily-<time>), the oldest beyond BACKUP_KEEP deleted."""
+    keep = int(S("BACKUP_KEEP"))
+    if keep <= 0:
+        return None
+    made = database_backup(default_backup_path(DAILY_PREFIX))
+    backups_prune(keep)
+    return made
