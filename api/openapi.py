@@ -29,7 +29,9 @@ def _errors(*codes: int) -> dict:
             409: "Conflict (tombstoned, already rated, feedback owed, a dream run or clustering already running)",
             413: "The body is larger than MAX_REQUEST_BYTES", 415: "A write whose body is not application/json",
             429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
-            503: "Write queue full (Retry-After header), or the LLM unreachable (flux_extracts mode)"}
+            503: "Write queue full (Retry-After header), the database read-only, or the LLM unreachable "
+                 "(flux_extracts mode)",
+            507: "The database is full (disk, or MAX_DATABASE_MB): nothing was written (Retry-After header)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
 
 
@@ -102,7 +104,8 @@ CALLER_HEADERS = [
 OBJECT = {"type": "object"}
 
 
-WRITE_ERRORS = (401, 403, 413, 415)  # every write: keys, foreign pages, body size, JSON only (fluxsite/middleware.py)
+# Every write: keys, foreign pages, body size, JSON only (api/middleware.py), a full database.
+WRITE_ERRORS = (401, 403, 413, 415, 507)
 
 
 def _post(summary: str, body: dict, ok: dict, *errors: int, parameters: list | None = None) -> dict:
@@ -148,7 +151,9 @@ SCHEMA = {
                           "default": DEFAULTS["TOP_K"]},
                 "include_quarantined": {"type": "boolean", "default": False}}},
             {"200": _json({"type": "object", "required": ["trace_id", "query", "grains"], "properties": {
-                "trace_id": {"type": "integer"}, "query": {"type": "string"},
+                "trace_id": {"type": ["integer", "null"],
+                             "description": "null when the database was full and the trace could not be kept"},
+                "query": {"type": "string"},
                 "grains": {"type": "array", "items": _ref("RetrievedGrain")},
                 "abstractions": {"type": "array", "items": _ref("RetrievedGrain"),
                                  "description": "Dreams' abstractions reached; they take no grain's place."}}},

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.request import Request
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.booth import get_booth
-from core.errors import FluxError, InvalidInput, TooLarge
+from core.errors import FluxError, InvalidInput, TooLarge, storage_error
 from core.http import error_body, flux_error_response
 from core.validate import MAX_OFFSET, int_query
 from grains.callers import parse_caller, refuse_reserved
@@ -35,6 +36,9 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     """DRF exception handler: FluxError and DRF's own errors, all in the one contract."""
     if isinstance(exc, FluxError):
         return flux_error_response(exc)
+    if isinstance(exc, DatabaseError) and (storage := storage_error(exc)) is not None:
+        log.warning("storage failure in %s: %s", context.get("view"), exc)
+        return flux_error_response(storage)
     if isinstance(exc, RequestDataTooBig):
         return flux_error_response(TooLarge("the body is larger than MAX_REQUEST_BYTES; split a batch into "
                                             "smaller ones"))

@@ -82,8 +82,10 @@ def database_from_url(url: str) -> dict[str, object]:
     )
 
 
-def sqlite_database(path: str) -> dict[str, object]:
-    """SQLite in WAL mode, with a busy timeout and IMMEDIATE write transactions."""
+def sqlite_database(path: str, *, max_mb: int = 0) -> dict[str, object]:
+    """SQLite in WAL mode, with a busy timeout and IMMEDIATE write transactions; with ``max_mb`` the file stops
+    growing there (writes then fail as on a full disk)."""
+    cap = f" PRAGMA max_page_count={max_mb * 256};" if max_mb > 0 else ""  # pages of 4 KiB, SQLite's default
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": path,
@@ -94,7 +96,7 @@ def sqlite_database(path: str) -> dict[str, object]:
             "transaction_mode": "IMMEDIATE",
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;"
+                "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;" + cap
             ),
         },
         # Tests use a file too, so the booth's threads share it (an in-memory database is per connection).

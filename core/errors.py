@@ -92,3 +92,35 @@ class LLMBadAnswer(FluxError):
 
     code = "llm_bad_answer"
     status = 502
+
+
+class StorageFull(FluxError):
+    """The disk (or MAX_DATABASE_MB) is full: nothing of the request was written."""
+
+    code = "storage_full"
+    status = 507
+
+
+class StorageReadOnly(FluxError):
+    """The database cannot be written (a read-only file or file system): nothing of the request was written."""
+
+    code = "storage_read_only"
+    status = 503
+
+
+DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
+
+
+def storage_error(exc: BaseException) -> FluxError | None:
+    """The project's error for a database failure that is the storage's, not the request's: full, or read-only."""
+    text = str(exc).lower()
+    if ("database or disk is full" in text or "no space left on device" in text
+            or getattr(exc.__cause__, "sqlstate", None) == DISK_FULL_SQLSTATE):
+        return StorageFull("the database has no room left (disk full, or MAX_DATABASE_MB reached): nothing of this "
+                           "request was written; free disk space (or raise MAX_DATABASE_MB) and retry; reads go on",
+                           details={"retry_after": 60})
+    if "readonly database" in text or "read-only file system" in text:
+        return StorageReadOnly("the database cannot be written (a read-only file or file system): nothing of this "
+                               "request was written; make it writable and retry; reads go on",
+                               details={"retry_after": 30})
+    return None

@@ -9,6 +9,7 @@ from django_ratelimit.core import get_usage
 
 from core.conf import flux_setting as S
 from core.errors import RateLimited
+from core.redis_state import redis_down, redis_errors
 
 
 def client_key(group: str, request: HttpRequest) -> str:
@@ -26,8 +27,12 @@ def throttle(request: HttpRequest, group: str, setting: str, *, per_address: boo
     """Count this request against ``setting``'s rate (e.g. "600/m") for its client (or address); RateLimited when
     it is over."""
     rate = str(S(setting))
-    usage = get_usage(getattr(request, "_request", request), group=group, rate=rate, increment=True,
-                      key=address_key if per_address else client_key)
+    try:
+        usage = get_usage(getattr(request, "_request", request), group=group, rate=rate, increment=True,
+                          key=address_key if per_address else client_key)
+    except redis_errors() as exc:  # the shared cache is away: serve, uncounted, rather than fail
+        redis_down("request rates are not counted meanwhile", exc)
+        return
     if usage and usage["should_limit"]:
         wait = max(1, int(usage["time_left"]))
         who = "this address" if per_address else "this client"

@@ -201,6 +201,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print("  retrieval: lexical" + (f" + semantic ({retrieval['model']})" if retrieval.get("semantic") else
                                      " only (SEMANTIC_ENTRY=off)" if retrieval.get("semantic_entry") == "off" else
                                      " only (the embedding model is not installed)"))
+    redis = health.get("redis", {})
+    if redis.get("configured"):
+        print("  redis:     " + ("up" if redis["up"] else "DOWN: stores and retrievals go on; request rates are not "
+                                                        "counted and maintenance waits until it returns"))
+        healthy = healthy and bool(redis["up"])
     warming = sum(1 for s in health["signals"] if s["state"] == "warming_up")
     print(f"  signals:   {len(health['signals'])} ({warming} warming up); last snapshot "
           f"{health['last_snapshot'] or 'not yet'}")

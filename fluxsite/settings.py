@@ -90,11 +90,14 @@ TEMPLATES = [
     }
 ]
 
+# Flux's own constants: defaults from core.defaults, overridden by the environment.
+FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
+
 _database_url = env_str("DATABASE_URL", "")
 DATABASES = {
     "default": database_from_url(_database_url)
     if _database_url
-    else sqlite_database(str(DATA_DIR / "flux.sqlite3"))
+    else sqlite_database(str(DATA_DIR / "flux.sqlite3"), max_mb=int(FLUX["MAX_DATABASE_MB"]))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -133,8 +136,6 @@ CACHES = {
     else {"BACKEND": "core.cache.LockingFileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
 }
 
-# Flux's own constants: defaults from core.defaults, overridden by the environment.
-FLUX = {s.name: env_value(s.name, s.default) for s in SETTINGS}
 RATELIMIT_USE_CACHE = "default"
 
 # The admin's session: a cookie named for this instance (cookies are not tied to a port, so two instances on one

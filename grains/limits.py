@@ -2,9 +2,9 @@
 
 A fixed one-minute window per client (every role of a client shares it). With
 Redis the count is the shared cache's atomic ``incr``, given back when the store
-fails; without Redis it is a row of the database, taken inside the store's own
-transaction, so it is atomic across processes and a failed store gives it back
-by rolling back.
+fails; without Redis (or while it is down) it is a row of the database, taken
+inside the store's own transaction, so it is atomic across processes and a
+failed store gives it back by rolling back.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from django.db import connection
 
 from core.conf import flux_setting as S
 from core.errors import RateLimited
+from core.redis_state import redis_down, redis_errors
 from grains.callers import caller_identity
 from grains.models import Caller, RateCount
 
@@ -44,7 +45,10 @@ def _refused(client: str, used: int, count: int, clock: float) -> RateLimited:
 
 def _used(client: str, clock: float) -> int:
     if settings.REDIS_URL:
-        return int(cache.get(f"flux:{_key(client)}:{_window(clock)}", 0))
+        try:
+            return int(cache.get(f"flux:{_key(client)}:{_window(clock)}", 0))
+        except redis_errors() as exc:
+            redis_down("grains per minute counted in the database meanwhile", exc)
     row = RateCount.objects.filter(name=_key(client), slot=_window(clock)).values_list("used", flat=True).first()
     return row or 0
 
@@ -65,25 +69,40 @@ def grains_rate_slot(caller: Caller, count: int) -> Iterator[None]:
     with Redis it is given back when the block raises.
     """
     clock = time.time()
-    if not settings.REDIS_URL:
+    key = f"flux:{_key(caller.client)}:{_window(clock)}"
+    try:
+        used = _take_in_redis(key, count) if settings.REDIS_URL else None
+    except redis_errors() as exc:  # Redis away: the database counts, as without Redis
+        redis_down("grains per minute counted in the database meanwhile", exc)
+        used = None
+    if used is None:
         _take_in_database(caller.client, count, clock)
         yield
         return
-    key = f"flux:{_key(caller.client)}:{_window(clock)}"
-    cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
-    try:
-        used = cache.incr(key, count)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
-        used = cache.incr(key, count)
     if used > S("MAX_GRAINS_PER_MINUTE"):
-        cache.decr(key, count)
+        _give_back(key, count)
         raise _refused(caller.client, used - count, count, clock)
     try:
         yield
     except BaseException:
-        cache.decr(key, count)
+        _give_back(key, count)
         raise
+
+
+def _give_back(key: str, count: int) -> None:
+    try:
+        cache.decr(key, count)
+    except redis_errors() as exc:  # gone since the count was taken: the minute keeps it
+        redis_down("a refused store's grains not given back to the minute", exc)
+
+
+def _take_in_redis(key: str, count: int) -> int:
+    cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
+    try:
+        return cache.incr(key, count)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 0, timeout=2 * WINDOW_SECONDS)
+        return cache.incr(key, count)
 
 
 def _take_in_database(client: str, count: int, clock: float) -> None:

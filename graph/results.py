@@ -37,7 +37,7 @@ class RetrievedGrain:
 
 @dataclass(frozen=True)
 class RetrieveResult:
-    trace_id: int
+    trace_id: int | None  # None when the storage could not record the trace (disk full): nothing to rate
     query: str
     grains: list[RetrievedGrain] = field(default_factory=list)
     abstractions: list[RetrievedGrain] = field(default_factory=list)  # dreams' level-1 grains reached

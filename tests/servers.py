@@ -178,12 +178,13 @@ def fake_telegram(failures: int = 0):
 
 
 @contextmanager
-def redis_server() -> Iterator[str]:
-    """A throwaway Redis on a free loopback port, nothing saved to disk; yields its URL."""
+def redis_server(port: int | None = None) -> Iterator[str]:
+    """A throwaway Redis on a free loopback port (or ``port``: the same one again after a stop), nothing saved to
+    disk; yields its URL."""
     import time
 
     binary = require_binary(shutil.which("redis-server"), "redis-server", "apt-get install redis-server")
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

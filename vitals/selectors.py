@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from core.conf import flux_setting as S
 from core.errors import InvalidInput
+from core.redis_state import redis_health
 from core.validate import iso_datetime
 from grains.models import Caller, Grain, Status
 from graph.models import Conduit, ConduitKind, Feedback
@@ -56,6 +57,7 @@ def health_summary(*, write_depth: int, now: datetime | None = None) -> dict:
         "conduits": {**{k: v for k, v in conduits.items() if v}, "total": int(gauges.get("conduits", 0))},
         "queues": {"write": write_depth, "feedback_pending": Feedback.objects.filter(applied_at__isnull=True).count()},
         "retrieval": semantic_state(),
+        "redis": redis_health(),
         "last_snapshot": last,
     }
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -14,7 +14,7 @@ from core import metrics
 from core.booth import inline
 from core.bulk import bulk_set
 from core.conf import flux_setting as S
-from core.errors import FeedbackOwed, InvalidInput
+from core.errors import FeedbackOwed, InvalidInput, storage_error
 from grains.activity import activity_record
 from grains.callers import caller_acting
 from grains.lifecycle import Changes
@@ -166,8 +166,15 @@ def grain_retrieve(
                                      acts, grains_only, limit, factor, factors=spoken)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
-    trace, grains = (run_write or inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now,
-                                                           features))
+    try:
+        trace, grains = (run_write or inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive,
+                                                               now, features))
+        trace_id: int | None = trace.pk
+    except DatabaseError as exc:
+        if storage_error(exc) is None:
+            raise
+        # The storage is full or read-only: the answer still goes out, with no trace (nothing to rate).
+        grains, trace_id = grains_by_id([r.activation.grain_id for r in ranked + hubs]), None
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     sources = abstraction_sources([r.activation.grain_id for r in hubs])
 
@@ -181,7 +188,7 @@ def grain_retrieve(
             level=g.level, sources=sources.get(g.pk, []),
         )
 
-    return RetrieveResult(trace.pk, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
+    return RetrieveResult(trace_id, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
                           [shown(i, r) for i, r in enumerate(hubs, start=1)])
 
 

@@ -8,6 +8,7 @@ opens the database; it reaches the data only through the REST service.
 """
 from __future__ import annotations
 
+import anyio
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -15,6 +16,7 @@ from core.conf import flux_setting as S
 from core.keys import open_rest_refusal
 from mcp_bridge.client import FluxClient
 from mcp_bridge.server import build_server
+from mcp_bridge.stdio import serve_stdio
 
 
 class Command(BaseCommand):
@@ -33,7 +35,7 @@ class Command(BaseCommand):
         rest = FluxClient()
         self.stderr.write(f"flux_mcp: MCP over stdio; Flux Memory REST service at {rest.base_url}")
         try:
-            build_server(rest).run("stdio")
+            anyio.run(serve_stdio, build_server(rest))
         except KeyboardInterrupt:
             pass
 
