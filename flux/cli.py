@@ -230,11 +230,28 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return _django(instance, argv, "restore")
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """The memory as portable JSON Lines, from one moment, while the instance runs (or not)."""
+    instance = Instance.existing(args.name)
+    return _django(instance, [python(), "-m", "django", "flux_export", "--to", str(Path(args.to).resolve())],
+                   "export")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """A `flux export` file into this instance's empty memory; the instance must be stopped."""
+    instance = Instance.existing(args.name)
+    if processes.running(instance) or processes.supervisor_pid(instance):
+        raise InstanceError(f"instance {args.name!r} is running; `flux stop --name {args.name}` first, then import")
+    processes.migrate(instance)
+    return _django(instance, [python(), "-m", "django", "flux_import", str(Path(args.path).resolve())], "import")
+
+
 def _django(instance: Instance, argv: list[str], what: str) -> int:
-    out = subprocess.run(argv, env=instance.environ(), cwd=instance.path, capture_output=True, text=True,
-                         timeout=3600)
+    out = subprocess.run(argv, env=instance.environ(), cwd=instance.path, stdout=subprocess.PIPE,
+                         stderr=None if what in ("export", "import") else subprocess.PIPE, text=True, timeout=7200)
     if out.returncode != 0:
-        error = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit code {out.returncode}"
+        text = (out.stderr or "").strip()
+        error = text.splitlines()[-1] if text else f"exit code {out.returncode} (see above)"
         raise InstanceError(f"{what} of {instance.name!r} failed: {error.removeprefix('CommandError: ')}")
     print(out.stdout.strip())
     return 0
@@ -333,6 +350,10 @@ def parser() -> argparse.ArgumentParser:
     backup.add_argument("--to", help="where to write it (default: backups/ in the instance folder)")
     restore = command("restore", cmd_restore, "put a backup in place of the database (the instance stopped)")
     restore.add_argument("path", help="a file written by flux backup")
+    export = command("export", cmd_export, "the memory as portable JSON Lines (moves between SQLite and PostgreSQL)")
+    export.add_argument("--to", required=True, help="the file to write")
+    import_ = command("import", cmd_import, "a flux export file into this instance's empty memory (stopped)")
+    import_.add_argument("path", help="a file written by flux export")
     keys = command("keys", cmd_keys, "API keys, each bound to one client: add (printed once), list, remove")
     keys.add_argument("action", choices=("add", "list", "remove"))
     keys.add_argument("client", nargs="?", help="the client name the key is bound to (add, remove)")

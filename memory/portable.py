@@ -1,0 +1,136 @@
+"""A memory as portable JSON Lines: what `flux export` writes and `flux import` reads, the same on SQLite and on
+PostgreSQL, so a memory moves between them with nothing lost.
+
+One line per record, ``{"model": "grains.grain", "pk": 7, "fields": {...}}`` (Django's serialized form, keys
+sorted, so the same memory always gives the same file), models in an order that keeps references pointing
+backwards, each model by primary key. Exported: callers, sources, grains (content, provenance, confidence,
+weights, cues, tiers, statuses), confidence histories, tombstones, the audit log, clusters, conduits, vectors,
+the learned ranker, dreams, traces with their items and feedback. Not exported: the activity feed, health
+counters and snapshots (history of the running service, rebuilt as it runs), locks, rate counts, login nonces.
+Ids are kept: an import goes into an empty memory only, and an export of the imported memory is the same file.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from django.apps import apps
+from django.core import serializers
+from django.core.management.color import no_style
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.models import Model, QuerySet
+
+from core.backup import database_backup, default_backup_path
+from core.errors import InvalidInput
+
+FORMAT = "flux-memory-jsonl"
+MODELS = ["grains.caller", "grains.source", "grains.grain", "grains.confidenceevent", "grains.tombstone",
+          "grains.auditevent", "graph.cluster", "graph.conduit", "graph.grainvector", "graph.rankerweight",
+          "dreams.dream", "graph.trace", "graph.traceitem", "graph.feedback"]
+CHUNK = 2000
+SNAPSHOT = "export-snapshot"
+
+
+def _model(label: str) -> type[Model]:
+    return apps.get_model(label)
+
+
+def export_count(using: str = DEFAULT_DB_ALIAS) -> int:
+    return sum(_model(label).objects.using(using).count() for label in MODELS)
+
+
+@contextmanager
+def export_snapshot() -> Iterator[str]:
+    """A database alias holding one moment of the memory while the service keeps writing: on SQLite a backup
+    copy (deleted afterwards), on PostgreSQL a repeatable-read transaction. Yields the alias."""
+    if connection.vendor != "sqlite":
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield DEFAULT_DB_ALIAS
+        return
+    copy = database_backup(default_backup_path("export-snapshot-")).path
+    connections.settings[SNAPSHOT] = {**connections.settings[DEFAULT_DB_ALIAS], "NAME": str(copy)}
+    try:
+        yield SNAPSHOT
+    finally:
+        connections[SNAPSHOT].close()
+        del connections[SNAPSHOT]
+        del connections.settings[SNAPSHOT]
+        copy.unlink(missing_ok=True)
+
+
+def memory_export(out: IO[str], *, using: str = DEFAULT_DB_ALIAS,
+                  progress: Callable[[int], None] = lambda n: None) -> int:
+    """Write every exported record of the database ``using`` to ``out``; returns how many. ``progress(n)`` after
+    each chunk of n."""
+    out.write(json.dumps({"format": FORMAT, "version": 1, "models": MODELS}, sort_keys=True) + "\n")
+    written = 0
+    for label in MODELS:
+        for chunk in _chunks(_model(label).objects.using(using).order_by("pk")):
+            for record in serializers.serialize("python", chunk):
+                out.write(json.dumps(record, sort_keys=True, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n")
+            written += len(chunk)
+            progress(len(chunk))
+    return written
+
+
+def _chunks(queryset: QuerySet) -> Iterator[list]:
+    last = None
+    while True:
+        page = list((queryset.filter(pk__gt=last) if last is not None else queryset)[:CHUNK])
+        if not page:
+            return
+        yield page
+        last = page[-1].pk
+
+
+def memory_import(path: Path, *, progress: Callable[[int], None] = lambda n: None) -> int:
+    """Read a file written by ``memory_export`` into this (empty) memory, ids kept, in one transaction: all of
+    it or nothing. Returns how many records."""
+    with open(path, encoding="utf-8") as source:
+        header = _header(source.readline(), path)
+        unknown = sorted(set(header["models"]) - set(MODELS))
+        if unknown:
+            raise InvalidInput(f"{path} holds records this version does not know ({', '.join(unknown)}); "
+                               "import it with the version that exported it or a newer one")
+        busy = [label for label in MODELS if _model(label).objects.exists()]
+        if busy:
+            raise InvalidInput(f"this memory is not empty ({', '.join(busy)}): import into a new instance "
+                               "(flux init --name NEW), so every id stays what it was")
+        count = 0
+        with transaction.atomic():
+            for number, line in enumerate(source, start=2):
+                try:
+                    for obj in serializers.deserialize("json", "[" + line + "]"):
+                        obj.save()
+                except (serializers.base.DeserializationError, ValueError) as exc:
+                    raise InvalidInput(f"{path}, line {number}: {str(exc)[:300]}; nothing was imported") from None
+                count += 1
+                if count % CHUNK == 0:
+                    progress(CHUNK)
+            _reset_sequences()
+        progress(count % CHUNK)
+    return count
+
+
+def _header(line: str, path: Path) -> dict:
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no {FORMAT!r} format)")
+    return header
+
+
+def _reset_sequences() -> None:
+    """After inserts with explicit ids, PostgreSQL's id sequences continue past them (SQLite needs nothing)."""
+    statements = connection.ops.sequence_reset_sql(no_style(), [_model(label) for label in MODELS])
+    with connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
