@@ -132,7 +132,3 @@ def booth_write(fn: Callable[[], T]) -> T:
     """Run a view's write on the booth's write queue and wait for it (Overloaded when the queue is full)."""
     return get_booth().write(fn).result()
 
-
-def booth_record(fn: Callable[[], T]) -> T:
-    """Run a read's small write on the booth's writer and wait for it."""
-    return get_booth().record(fn).result()

@@ -15,5 +15,6 @@ from __future__ import annotations
 
 from graph.services.learning import feedback_accept, feedback_apply_pending, feedback_record
 from graph.services.retrieval import grain_retrieve
+from graph.services.traces import trace_written
 
-__all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve"]
+__all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve", "trace_written"]

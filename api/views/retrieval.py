@@ -7,13 +7,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_record, booth_write, json_object, page_params, request_caller
+from api.rest import booth_write, json_object, page_params, request_caller
 from core.booth import get_booth
 from core.errors import Conflict
 from core.throttle import throttle
 from core.validate import require_bool
 from graph.selectors import cluster_list, trace_detail
-from memory.retrieval import feedback_accept, feedback_apply_pending, grain_retrieve
+from memory.retrieval import feedback_accept, feedback_apply_pending, grain_retrieve, trace_written
 from memory.upkeep import cluster_rebuild
 
 
@@ -24,7 +24,7 @@ class RetrieveView(APIView):
         result = grain_retrieve(
             query=data["query"], limit=data.get("limit"), caller=request_caller(request),
             include_quarantined=require_bool(data.get("include_quarantined", False), "include_quarantined"),
-            run_write=booth_record,
+            booth=get_booth(),
         )
         return Response(result.as_dict())
 
@@ -45,6 +45,7 @@ class FeedbackView(APIView):
 class TraceDetailView(APIView):
     def get(self, request: Request, trace_id: int) -> Response:
         throttle(request, "listing", "RATE_LISTING")
+        trace_written(trace_id)
         return Response(trace_detail(trace_id))
 
 

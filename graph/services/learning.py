@@ -22,6 +22,7 @@ from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
 from graph.policy import conduit_weight_now, grain_weight_now
 from graph.services.conduits import conduit_strengthen, highway_counts
 from graph.services.ranker import ranker_learn
+from graph.services.traces import trace_written
 
 LEARNED_KINDS = (ConduitKind.ASSOCIATION, ConduitKind.SHORTCUT)
 
@@ -38,6 +39,7 @@ def feedback_accept(
     trace_id, grain_id = require_id(trace_id, "trace_id"), require_id(grain_id, "grain_id")
     useful = require_bool(useful, "useful")
     now = now or timezone.now()
+    trace_written(trace_id)  # a trace this process answered with may still be on its way to the database
     with transaction.atomic():
         trace = Trace.objects.filter(pk=trace_id).select_related("caller").only("caller", "caller__client").first()
         if trace is None:

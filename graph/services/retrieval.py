@@ -1,17 +1,16 @@
 """Retrieval by signal propagation, recorded as a trace."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import TypeVar
 
 from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core import metrics
-from core.booth import inline
+from core.booth import Booth, inline
 from core.bulk import bulk_set
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
@@ -41,8 +40,7 @@ from graph.selectors import (
 )
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
-
-T = TypeVar("T")
+from graph.services.traces import pending_traces, trace_ids
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:
@@ -138,18 +136,20 @@ def grain_retrieve(
     include_quarantined: bool = False,
     propagation: bool = True,
     enforce_feedback: bool | None = None,
-    run_write: Callable[[Callable[[], T]], T] | None = None,
+    booth: Booth | None = None,
     now: datetime | None = None,
 ) -> RetrieveResult:
     """The ``limit`` grains most relevant to ``query``, found by signal propagation.
 
     Records a trace (the caller owes feedback on it) and touches the returned
-    grains: retrieval count, last access, lazily decayed weight written back,
+    grains: retrieval count and last access (decay is lazy: nothing to write back),
     dormant grains woken. Quarantined grains surface only when asked for.
     With feedback enforcement on (FEEDBACK_ENFORCEMENT_ENABLED unless
     ``enforce_feedback`` says otherwise), a caller that owes feedback is
-    refused with FeedbackOwed listing what it owes. The trace is written by
-    ``run_write`` when given (the booth's writer), else here.
+    refused with FeedbackOwed listing what it owes. With a ``booth`` (the
+    service's) the trace is written by its writer after the answer, under an id
+    reserved ahead (feedback on it waits for it: ``trace_written``); else here,
+    before the answer.
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
@@ -166,15 +166,22 @@ def grain_retrieve(
                                      acts, grains_only, limit, factor, factors=spoken)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
+    returned = [r.activation.grain_id for r in ranked + hubs]
+    grains = _touched(grains_by_id(returned), Changes(now), now)  # as the trace's write leaves them
+    trace_id: int | None
     try:
-        trace, grains = (run_write or inline)(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive,
-                                                               now, features))
-        trace_id: int | None = trace.pk
+        if booth is None or pending_traces.failing:
+            write = inline if booth is None else (lambda job: booth.record(job).result())
+            trace_id = write(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
+            pending_traces.failing = False
+        else:
+            trace_id = trace_ids.take(lambda job: booth.record(job).result())
+            pending_traces.add(trace_id, booth.record(lambda: _record(
+                query, who, limit, acts, ranked, hubs, from_archive, now, features, trace_id=trace_id)))
     except DatabaseError as exc:
         if storage_error(exc) is None:
             raise
-        # The storage is full or read-only: the answer still goes out, with no trace (nothing to rate).
-        grains, trace_id = grains_by_id([r.activation.grain_id for r in ranked + hubs]), None
+        trace_id = None  # the storage is full or read-only: the answer still goes out, with no trace to rate
     conflicts = contradictions_of([r.activation.grain_id for r in ranked])
     sources = abstraction_sources([r.activation.grain_id for r in hubs])
 
@@ -194,15 +201,16 @@ def grain_retrieve(
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
             hubs: list[Ranked], from_archive: bool, now: datetime,
-            features: dict[int, dict] | None = None) -> tuple[Trace, dict[int, Grain]]:
-    """Write the trace and touch the returned grains and abstractions, in one short transaction.
+            features: dict[int, dict] | None = None, trace_id: int | None = None) -> int:
+    """Write the trace (under ``trace_id`` when one was reserved) and touch the returned grains and
+    abstractions, in one short transaction; the trace's id.
 
     Abstractions are not trace items: no feedback is owed on them.
     """
     features = features or {}
     with transaction.atomic():
         Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
-        trace = Trace.objects.create(query=query, caller=who, limit=limit, entry_count=sum(
+        trace = Trace.objects.create(id=trace_id, query=query, caller=who, limit=limit, entry_count=sum(
             1 for a in acts.values() if a.entry > 0), activated_count=len(acts), created_at=now)
         TraceItem.objects.bulk_create([
             TraceItem(trace=trace, grain_id=r.activation.grain_id, rank=i, score=r.score, signal=r.activation.signal,
@@ -210,7 +218,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
                       conduits=list(r.activation.conduits), features=features.get(r.activation.grain_id, {}))
             for i, r in enumerate(ranked, start=1)
         ])
-        grains = _touch([r.activation.grain_id for r in ranked + hubs], now)
+        _touch([r.activation.grain_id for r in ranked + hubs], now)
         metrics.count({"retrievals": 1, "returned": len(ranked),
                        "returned_hops": sum(r.activation.hops for r in ranked),
                "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
@@ -218,7 +226,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
             "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
             "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],
         }, now=now)
-    return trace, grains
+    return trace.pk
 
 
 def _refuse_if_owed(caller: Caller, now: datetime) -> None:
@@ -233,13 +241,20 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
         )
 
 
-def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:
-    """Count the retrieval, write the decayed weight back, wake dormant and archived grains.
+def _touch(ids: list[int], now: datetime) -> None:
+    """Count the retrieval and its time; wake dormant and archived grains. A weight decays lazily and
+    memorylessly, so it is not written back."""
+    Grain.objects.filter(pk__in=ids).update(last_accessed_at=now, retrievals=F("retrievals") + 1)
+    asleep = {g.pk: g for g in Grain.objects.filter(pk__in=ids, status__in=(Status.DORMANT, Status.ARCHIVED))}
+    if asleep:
+        changes = Changes(now)
+        bulk_set(Grain, ["status", "status_changed_at"], _touched(asleep, changes, now).values())
+        changes.save()
 
-    A superseded grain stays asleep: finding it is no reason to believe it again.
-    """
-    grains = grains_by_id(ids)
-    changes = Changes(now)
+
+def _touched(grains: Mapping[int, Grain], changes: Changes, now: datetime) -> Mapping[int, Grain]:
+    """``grains`` as a retrieval leaves them (in memory): the decayed weight, this access counted, dormant and
+    archived grains woken. A superseded grain stays asleep: finding it is no reason to believe it again."""
     for grain in grains.values():
         grain.weight = grain_weight_now(grain, now)
         grain.last_decayed_at = grain.last_accessed_at = now
@@ -248,7 +263,4 @@ def _touch(ids: list[int], now: datetime) -> dict[int, Grain]:
             changes.status(grain, Status.ACTIVE, "retrieved from the archive")
         elif grain.status == Status.DORMANT and grain.superseded_by is None:
             changes.status(grain, Status.ACTIVE, "retrieved")
-    bulk_set(Grain, ["weight", "last_decayed_at", "last_accessed_at", "retrievals", "status", "status_changed_at"],
-             grains.values())
-    changes.save()
     return grains

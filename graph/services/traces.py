@@ -1,12 +1,100 @@
-"""Traces after a purge: the queries that found a purged grain are scrubbed of their text."""
+"""Traces: ids reserved ahead so a retrieval answers before its trace is written; scrubbing after a purge."""
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from django.db import DatabaseError, connection, transaction
+
+from core.errors import storage_error
 from graph.models import Trace
 
+log = logging.getLogger("flux.traces")
 SCRUBBED_QUERY = "[removed: this retrieval returned a purged grain]"
+ID_BLOCK = 256  # trace ids a process reserves at once (one short write per this many retrievals)
 
 
 def traces_scrub(grain_id: int) -> int:
     """Replace the query of every trace that returned ``grain_id`` (call before the grain is deleted, inside the
     purge's transaction); how many traces were scrubbed."""
     return Trace.objects.filter(items__grain_id=grain_id).exclude(query=SCRUBBED_QUERY).update(query=SCRUBBED_QUERY)
+
+
+def _reserve_ids(count: int) -> list[int]:
+    """``count`` trace ids taken from the trace table's own id sequence, so that no row inserted without an id
+    (by another process, or by a retrieval that writes its trace at once) ever gets one of them."""
+    table = Trace._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                           [table, count])
+            return [row[0] for row in cursor.fetchall()]
+        # SQLite's AUTOINCREMENT keeps the largest id ever given in sqlite_sequence; new rows get more.
+        cursor.execute("INSERT INTO sqlite_sequence (name, seq) SELECT %s, COALESCE(MAX(id), 0) FROM graph_trace "
+                       "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = %s)", [table, table])
+        cursor.execute("UPDATE sqlite_sequence SET seq = seq + %s WHERE name = %s RETURNING seq", [count, table])
+        top = cursor.fetchone()[0]
+        return list(range(top - count + 1, top + 1))
+
+
+class _TraceIds:
+    """This process's reserved trace ids, per database."""
+
+    def __init__(self) -> None:
+        self._free: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, write: Callable[[Callable[[], list[int]]], list[int]]) -> int:
+        """The next reserved id; when none is left, a new block is reserved through ``write`` (the writer)."""
+        key = str(connection.settings_dict["NAME"])
+        with self._lock:
+            free = self._free.get(key)
+            if not free:
+                free = self._free[key] = write(lambda: _reserve_ids(ID_BLOCK))[::-1]
+            return free.pop()
+
+
+class _Pending:
+    """Traces queued for writing and not yet written, by id: feedback on one waits for it. ``failing`` says the
+    last one could not be written for want of storage (a full or read-only database): retrievals then write their
+    trace before answering again, and answer without one while it does not fit, until one does."""
+
+    def __init__(self) -> None:
+        self._futures: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self.failing = False
+
+    def add(self, trace_id: int, future: Future) -> None:
+        with self._lock:
+            self._futures[trace_id] = future
+        future.add_done_callback(lambda done: self._done(trace_id, done))
+
+    def _done(self, trace_id: int, future: Future) -> None:
+        with self._lock:
+            self._futures.pop(trace_id, None)
+        error = future.exception()
+        self.failing = isinstance(error, DatabaseError) and storage_error(error) is not None
+        if error is not None:
+            log.warning("the trace of retrieval %s could not be written (its feedback will find no trace): %s",
+                        trace_id, future.exception())
+
+    def wait(self, trace_id: object, timeout: float = 30.0) -> None:
+        with self._lock:
+            future = self._futures.get(trace_id) if isinstance(trace_id, int) else None
+        if future is not None:
+            try:
+                future.result(timeout)
+            except Exception:  # noqa: BLE001 - logged by _done; the caller then finds no trace
+                pass
+
+
+trace_ids = _TraceIds()
+pending_traces = _Pending()
+
+
+def trace_written(trace_id: object) -> None:
+    """Wait until the trace ``trace_id`` this process queued for writing is written (at once if it was not
+    queued here): what reads a trace right after its retrieval calls first."""
+    pending_traces.wait(trace_id)

@@ -10,6 +10,7 @@ from django.utils import timezone
 from core.booth import get_booth
 from grains.models import ActivityEvent, Caller, Grain
 from graph.models import Feedback, Trace
+from graph.services import grain_retrieve
 from tests.windows import clock_minute, in_one_window
 
 
@@ -311,6 +312,33 @@ def test_write_depth_counts_waiting_writes_and_bookkeeping_goes_first(api):
         future.result(10)
     assert ran == ["receipt", "store 0", "store 1", "store 2"]
     assert booth.write_depth == 0
+
+
+def test_a_retrieval_answers_before_its_trace_is_written_and_feedback_on_it_waits_for_it(api):
+    """The trace is written by the writer after the answer, under an id reserved ahead: a held writer does not
+    hold up a retrieval, and feedback (or the trace's page) on the new trace finds it once written."""
+    api.post("/store/batch", {"items": [{"content": "Rosa keeps bees behind the barn"},
+                                        {"content": "Rosa sells honey at the market"}]})
+    first = api.post("/retrieve", {"query": "bees"}).json()["trace_id"]  # reserves this process's trace ids
+    gate, answers = threading.Event(), []
+    get_booth().record(gate.wait)  # the writer is busy until the gate opens
+    asker = threading.Thread(target=lambda: answers.append(api.post("/retrieve", {"query": "Rosa honey"})))
+    asker.start()
+    asker.join(60)
+    try:
+        assert answers and answers[0].status_code == 200  # answered while the writer was held
+        body = answers[0].json()
+        assert body["trace_id"] > first and body["grains"]
+        assert not Trace.objects.filter(pk=body["trace_id"]).exists()  # not written yet
+    finally:
+        gate.set()
+    grain = body["grains"][0]["id"]
+    assert api.get(f"/traces/{body['trace_id']}").json()["items"][0]["grain_id"] == grain
+    rated = api.post("/feedback", {"trace_id": body["trace_id"], "grain_id": grain, "useful": True})
+    assert rated.status_code == 202
+    inline = grain_retrieve(query="bees", caller="tester:test")  # written at once, with the table's next id
+    assert inline.trace_id > body["trace_id"]
+    assert Trace.objects.filter(pk__in=[first, body["trace_id"], inline.trace_id]).count() == 3
 
 
 def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settings):

@@ -7,6 +7,7 @@ import pytest
 
 from grains.models import ActivityEvent, Grain
 from graph.models import Conduit, Feedback, Trace, TraceItem
+from graph.policy import grain_weight_now
 from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
 from memory.store import grain_store
 
@@ -153,13 +154,14 @@ def test_unused_grain_decays_and_goes_dormant_while_a_used_one_stays(t0):
     assert decay_sweep(now=t0 + timedelta(days=25)).demoted == 0
 
 
-def test_decay_is_lazy_on_read_and_written_back_when_touched(t0):
+def test_decay_is_lazy_on_read_and_a_retrieval_counts_the_access_without_rewriting_the_weight(t0):
     grain = grain_store(content="Mara's birthday is on the ninth of March.", now=t0).grain
     result = grain_retrieve(query="birthday Mara", now=t0 + timedelta(days=7))
     assert result.grains[0].weight == pytest.approx(0.275)
     grain.refresh_from_db()
-    assert grain.weight == pytest.approx(0.275)
-    assert grain.last_decayed_at == t0 + timedelta(days=7)
+    assert (grain.weight, grain.last_decayed_at) == (0.5, t0)  # memoryless: nothing to write back
+    assert grain_weight_now(grain, t0 + timedelta(days=7)) == pytest.approx(0.275)
+    assert (grain.last_accessed_at, grain.retrievals) == (t0 + timedelta(days=7), 1)
 
 
 def test_dormant_grain_is_reached_and_woken_by_retrieval(t0):
