@@ -20,6 +20,8 @@ app.autodiscover_tasks()
 def _schedule(sender: Celery, **kwargs: object) -> None:
     from django.conf import settings
 
+    from graph.mirror import PRUNE_SECONDS
+
     flux = settings.FLUX
     sender.conf.beat_schedule = {
         "decay-sweep": {"task": "graph.decay_sweep", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
@@ -32,6 +34,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
                                    "schedule": float(flux["FEEDBACK_SWEEP_SECONDS"])},
         "backup-daily": {"task": "grains.backup_daily", "schedule": float(flux["BACKUP_INTERVAL_SECONDS"])},
         "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
+        "changes-prune": {"task": "graph.changes_prune", "schedule": PRUNE_SECONDS},
         # Restore data of purged grains is cleared when the window ends; checked as often as decay runs.
         "tombstones-expire": {"task": "grains.tombstones_expire", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
     }

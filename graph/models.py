@@ -148,3 +148,14 @@ class RankerWeight(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} = {self.weight:.3f}"
+
+
+class GraphChange(models.Model):
+    """One row changed in what retrieval reads of the graph (a grain's rank fields, a conduit), appended by
+    database triggers (SQLite): each process's in-memory mirror (graph.mirror) reads the rows after the last one
+    it applied. ``token`` is random, so a mirror notices rows it applied that were since rolled back."""
+
+    GRAIN, CONDUIT = 1, 2
+    kind = models.PositiveSmallIntegerField()
+    row = models.BigIntegerField()
+    token = models.BigIntegerField()

@@ -46,6 +46,12 @@ def embed_missing_task() -> dict:
     return {"embedded": upkeep.embed_missing()}
 
 
+@shared_task(name="graph.changes_prune")
+def changes_prune_task() -> int:
+    """Trim the graph mirror's change log to its last rows."""
+    return upkeep.changes_prune()
+
+
 @shared_task(name="epistemic.epistemic_pass")
 def epistemic_pass_task() -> dict:
     """Compare grains stored since the last pass with their nearest grains (resumes where it stopped)."""

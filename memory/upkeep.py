@@ -1,6 +1,7 @@
 """What Celery beat runs, each safe to run twice: lazy decay applied everywhere with the lifecycle moves
 (graph), re-clustering (graph, one run at a time), the epistemic pass over new grains (epistemic), a health
-snapshot raising and clearing warnings (vitals), embedding grains stored without a vector (graph), clearing
+snapshot raising and clearing warnings (vitals), embedding grains stored without a vector and pruning the graph
+mirror's change log (graph), clearing
 expired restore data (memory.forgetting), and cleaning the embedded broker (core)."""
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from core.backup import DAILY_PREFIX, Backup, backups_prune, database_backup, de
 from core.broker import broker_cleanup
 from core.conf import flux_setting as S
 from epistemic.review import epistemic_pass
+from graph.mirror import changes_prune
 from graph.semantic import embed_missing
 from graph.services.clustering import ClusterResult, cluster_rebuild, cluster_rebuild_if_grown
 from graph.services.decay import decay_sweep
 from vitals.services import vitals_snapshot
 
-__all__ = ["backup_daily", "broker_cleanup", "cluster_rebuild", "cluster_refresh", "decay_sweep", "embed_missing",
-           "epistemic_pass", "vitals_snapshot"]
+__all__ = ["backup_daily", "broker_cleanup", "changes_prune", "cluster_rebuild", "cluster_refresh", "decay_sweep",
+           "embed_missing", "epistemic_pass", "vitals_snapshot"]
 
 
 def cluster_refresh() -> ClusterResult | None:

@@ -11,11 +11,11 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Edge:
-    """A traversable conduit seen from one end."""
+class Edge(NamedTuple):
+    """A traversable conduit seen from one end (a tuple: thousands are made per retrieval)."""
 
     target: int
     weight: float

@@ -20,6 +20,7 @@ no grain rises for every query because it was useful once.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,16 +45,23 @@ def query_words(query: str) -> list[str]:
     return terms(query, max_terms=64)
 
 
+@functools.lru_cache(maxsize=8192)
+def _content_view(content: str) -> tuple[frozenset[str], float, float]:
+    """A content's words, length feature and question feature (cached: the same grains come back often)."""
+    return (frozenset(terms(content, max_terms=100_000)), round(math.log1p(word_count(content)), 6),
+            1.0 if content.rstrip().endswith("?") else 0.0)
+
+
 def grain_features(*, content: str, query_words: Iterable[str], hops: int, score: float, best: float) -> dict:
     """The ranker's view of one grain of a retrieval (JSON-ready, kept with the trace for learning).
 
     Its words are the query's words its content states; learned cues are left out, so that the words a
     grain was found useful for do not bring it the weight of the words its competitors were let down by.
     """
-    have = set(terms(content, max_terms=100_000))
+    have, length, question = _content_view(content)
     return {
-        "length": round(math.log1p(word_count(content)), 6),
-        "question": 1.0 if content.rstrip().endswith("?") else 0.0,
+        "length": length,
+        "question": question,
         "entry": 1.0 if hops == 0 else 0.0,
         "match": round(math.log(max(score, 1e-12) / best), 6) if best > 0 else 0.0,
         "words": sorted(w for w in set(query_words) if w in have),

@@ -20,10 +20,12 @@ from grains.lifecycle import Changes
 from grains.models import Caller, Grain, Status
 from grains.selectors import successors_resolve
 from graph.algorithms.fusion import boost, fuse_by_rank
+from graph.algorithms.mirror import GraphMirror
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
 from graph.algorithms.speakers import named, speaker_factors
 from graph.algorithms.when import date_spans
-from graph.models import Trace, TraceItem
+from graph.mirror import mirrors
+from graph.models import ConduitKind, Trace, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.results import RetrievedGrain, RetrieveResult
 from graph.search import entry_search
@@ -80,11 +82,12 @@ def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[l
 
 
 def activate(
-    query: str, *, statuses: tuple[str, ...], now: datetime, limit: int, propagation: bool = True
+    query: str, *, statuses: tuple[str, ...], now: datetime, limit: int, propagation: bool = True,
+    view: GraphMirror | None = None,
 ) -> tuple[dict[int, Activation], dict[int, RankInput], bool]:
     """Entry points for ``query``, the signal they spread, the rank inputs of every grain reached
-    (no writes; each grain's row is read once), and whether archived grains had to be brought in.
-    Superseded grains carry their live successor."""
+    (no writes; each grain's row is read once, from ``view`` when given, else from the database), and whether
+    archived grains had to be brought in. Superseded grains carry their live successor."""
     hits, from_archive = _entry_hits(query, statuses=statuses, limit=limit)
     entries = normalise_scores(hits)
     params = propagation_params()
@@ -92,11 +95,12 @@ def activate(
         params = replace(params, max_hops=0)
     policy = decay_policy()
     readable = statuses + ((Status.ARCHIVED,) if from_archive else ())
+    recency = {"recency_half_life": S("RECENCY_HALF_LIFE_DAYS") * DAY, "recency_floor": S("RECENCY_FLOOR")}
 
     def rank_inputs(ids: list[int]) -> tuple[dict[int, RankInput], dict[int, str]]:
-        return grain_rank_inputs(ids, statuses=readable, policy=policy, now=now,
-                                 recency_half_life=S("RECENCY_HALF_LIFE_DAYS") * DAY,
-                                 recency_floor=S("RECENCY_FLOOR"))
+        if view is not None:
+            return view.rank_inputs(ids, statuses=readable, policy=policy, now=now.timestamp(), **recency)
+        return grain_rank_inputs(ids, statuses=readable, policy=policy, now=now, **recency)
 
     inputs, entry_status = rank_inputs(list(entries))
     relay_from = [gid for gid, _ in hits[: S("ENTRY_RELAY")]]
@@ -107,10 +111,12 @@ def activate(
 
     def neighbours(ids: Iterable[int]) -> dict[int, list[Edge]]:
         ids = list(ids)
-        edges = conduit_neighbours(ids, statuses=statuses, policy=policy, now=now)
+        edges = (view.neighbours(ids, statuses=statuses, policy=policy, now=now.timestamp()) if view is not None
+                 else conduit_neighbours(ids, statuses=statuses, policy=policy, now=now))
         for gid in hub_edges.keys() & set(ids):
-            linked = {e.target for e in edges[gid]}
-            edges[gid].extend(e for e in hub_edges[gid] if e.target not in linked)
+            own = edges.setdefault(gid, [])
+            linked = {e.target for e in own}
+            own.extend(e for e in hub_edges[gid] if e.target not in linked)
         return edges
 
     acts = propagate(entries, entry_status, neighbours, params, relay_from=relay_from)
@@ -157,7 +163,9 @@ def grain_retrieve(
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
-    acts, inputs, from_archive = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation)
+    view = mirrors.current()
+    acts, inputs, from_archive = activate(query, statuses=statuses, now=now, limit=limit, propagation=propagation,
+                                          view=view)
     factor = S("SUPERSEDED_RANK_FACTOR")
     grains_only = {g: i for g, i in inputs.items() if i.level == 0}
     spoken = speaker_factors({g: i.speaker for g, i in grains_only.items()}, named(query), S("SPEAKER_BOOST"))
@@ -182,8 +190,13 @@ def grain_retrieve(
         if storage_error(exc) is None:
             raise
         trace_id = None  # the storage is full or read-only: the answer still goes out, with no trace to rate
-    conflicts = contradictions_of([r.activation.grain_id for r in ranked])
-    sources = abstraction_sources([r.activation.grain_id for r in hubs])
+    if view is not None:
+        mirrors.touched(returned, now.timestamp())
+        conflicts = view.related([r.activation.grain_id for r in ranked], ConduitKind.CONTRADICTS)
+        sources = view.related([r.activation.grain_id for r in hubs], ConduitKind.ABSTRACTS, outgoing_only=True)
+    else:
+        conflicts = contradictions_of([r.activation.grain_id for r in ranked])
+        sources = abstraction_sources([r.activation.grain_id for r in hubs])
 
     def shown(i: int, r: Ranked) -> RetrievedGrain:
         g = grains[r.activation.grain_id]

@@ -1,0 +1,140 @@
+"""The in-memory graph mirror answers what the SQL selectors answer, and follows every change to the graph."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+
+from epistemic.services import relation_assert
+from grains.models import Grain, Status
+from graph import mirror as mirror_module
+from graph.algorithms.mirror import ConduitRow, GrainRow, GraphMirror
+from graph.algorithms.propagation import Edge
+from graph.mirror import changes_prune, mirrors
+from graph.models import Conduit, ConduitKind, GraphChange
+from graph.policy import DAY, decay_policy
+from graph.selectors import RETRIEVABLE, abstraction_sources, conduit_neighbours, contradictions_of, grain_rank_inputs
+from graph.services import decay_sweep, feedback_record, grain_retrieve
+from memory.forgetting import grain_purge
+from memory.store import grain_store, grain_store_batch
+
+pytestmark = pytest.mark.django_db
+
+FACTS = [
+    "Ana: I planted tomatoes and basil in the greenhouse.", "Bo: the greenhouse roof leaks when it rains.",
+    "Ana: the basil needs watering every morning.", "Bo: I fixed the roof of the greenhouse on Sunday.",
+    "Ana: tomatoes ripen in August in the greenhouse.", "Cy: the market sells basil and tomatoes on Fridays.",
+]
+
+
+def edges_of(found: dict[int, list[Edge]]) -> set[tuple]:
+    return {(here, e.target, round(e.weight, 9), e.conduit_id, e.target_status)
+            for here, edges in found.items() for e in edges}
+
+
+def assert_mirrors_the_database(now, statuses=RETRIEVABLE):
+    view = mirrors.current()
+    ids = list(Grain.objects.values_list("pk", flat=True)) + [10**9]  # and one that does not exist
+    policy = decay_policy()
+    assert edges_of(view.neighbours(ids, statuses=statuses, policy=policy, now=now.timestamp())) == \
+        edges_of(conduit_neighbours(ids, statuses=statuses, policy=policy, now=now))
+    recency = {"recency_half_life": 30 * DAY, "recency_floor": 0.5}
+    assert view.rank_inputs(ids, statuses=statuses, policy=policy, now=now.timestamp(), **recency) == \
+        grain_rank_inputs(ids, statuses=statuses, policy=policy, now=now, **recency)
+    assert view.related(ids, ConduitKind.CONTRADICTS) == {g: sorted(o) for g, o in contradictions_of(ids).items()}
+    assert view.related(ids, ConduitKind.ABSTRACTS, outgoing_only=True) == dict(abstraction_sources(ids))
+    return view
+
+
+@pytest.fixture
+def fresh_mirror():
+    mirrors.clear()
+    yield mirrors
+    mirrors.clear()
+
+
+def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_purges(fresh_mirror, t0):
+    grains = [grain_store(content=c, context="garden", now=t0).grain for c in FACTS]
+    loads = mirrors.loads
+    assert_mirrors_the_database(t0)
+    assert mirrors.loads == loads + 1
+    loads += 1
+
+    found = grain_retrieve(query="greenhouse basil", limit=4, now=t0)
+    for g in found.grains:
+        feedback_record(trace_id=found.trace_id, grain_id=g.id, useful=g.rank <= 2, now=t0)  # conduits reweighed
+    relation_assert(source_id=grains[1].pk, target_id=grains[3].pk, kind="contradicts", note="fixed", now=t0)
+    Grain.objects.filter(pk=grains[5].pk).update(status=Status.DORMANT)
+    grain_store_batch(items=[{"content": "Bo: the new roof panels are glass.", "context": "garden"}], now=t0)
+    assert_mirrors_the_database(t0 + timedelta(hours=1))
+    decay_sweep(now=t0 + timedelta(days=20))
+    grain_purge(grain_id=grains[2].pk, reason="test", now=t0)  # its conduits go with it
+    with connection.cursor() as cursor:  # a write that no service made (another process, the admin) is seen too
+        cursor.execute("UPDATE graph_conduit SET weight = 0.9 WHERE id = %s", [Conduit.objects.first().pk])
+    later = t0 + timedelta(days=21)
+    view = assert_mirrors_the_database(later, statuses=RETRIEVABLE + (Status.QUARANTINED,))
+    assert mirrors.loads == loads  # all of it followed from the change log, no reload
+    assert grains[2].pk not in view.grains and view.related([grains[1].pk], ConduitKind.CONTRADICTS) == {
+        grains[1].pk: [grains[3].pk]}
+
+
+def test_a_retrievals_own_touch_is_applied_in_memory_not_logged(fresh_mirror, t0):
+    grains = [grain_store(content=c, now=t0).grain for c in FACTS[:3]]
+    mirrors.current()
+    logged = GraphChange.objects.count()
+    found = grain_retrieve(query="basil watering", limit=1, now=t0 + timedelta(days=3))
+    assert GraphChange.objects.count() == logged
+    assert mirrors.current().grains[found.grains[0].id].accessed_at == (t0 + timedelta(days=3)).timestamp()
+    assert_mirrors_the_database(t0 + timedelta(days=4))
+    assert found.grains[0].id == grains[2].pk
+
+
+def test_a_log_it_cannot_follow_means_a_reload(fresh_mirror, t0, monkeypatch):
+    grain_store(content=FACTS[0], now=t0)
+    mirrors.current()
+    loads = mirrors.loads
+    with pytest.raises(RuntimeError), transaction.atomic():  # changes applied, then rolled back
+        grain_store(content=FACTS[1], now=t0)
+        assert len(mirrors.current().grains) == 2
+        raise RuntimeError
+    assert len(mirrors.current().grains) == 1 and mirrors.loads == loads + 1
+
+    monkeypatch.setattr(mirror_module, "RELOAD_AFTER", 3)
+    grain_store_batch(items=[{"content": c} for c in FACTS[1:]], now=t0)  # five grains and their conduits
+    assert_mirrors_the_database(t0)
+    assert mirrors.loads == loads + 2
+
+    monkeypatch.setattr(mirror_module, "KEEP_CHANGES", 1)
+    grain_store(content="Dee: the shed door sticks.", now=t0)
+    assert changes_prune() > 0 and GraphChange.objects.count() == 1
+    assert_mirrors_the_database(t0)  # the change it stood on was pruned
+    assert mirrors.loads == loads + 3
+
+
+def test_graph_mirror_off_or_postgresql_reads_the_database(fresh_mirror, flux_settings, t0):
+    grain_store(content=FACTS[0], now=t0)
+    flux_settings(GRAPH_MIRROR=False)
+    loads = mirrors.loads
+    assert mirrors.current() is None
+    assert grain_retrieve(query="tomatoes", now=t0).grains
+    assert mirrors.loads == loads
+
+
+def test_the_pure_mirror_keeps_directions_statuses_and_its_index_of_conduits():
+    view = GraphMirror()
+    for gid, status in ((1, "active"), (2, "active"), (3, "dormant"), (4, "quarantined")):
+        view.put_grain(gid, GrainRow(status, "working", 0.5, 0.8, 0.0, 0.0, None, None, 0, None))
+    view.put_conduit(10, ConduitRow(1, 2, 0.5, 0.0, 0.0, False, "association"))
+    view.put_conduit(11, ConduitRow(1, 3, 0.5, 0.0, 0.0, True, "shortcut"))
+    view.put_conduit(12, ConduitRow(4, 1, 0.5, 0.0, 0.0, False, "association"))
+    policy = decay_policy()
+    out = view.neighbours([1, 2, 3], statuses=RETRIEVABLE, policy=policy, now=0.0)
+    assert {h: [e.target for e in es] for h, es in out.items()} == {1: [2, 3], 2: [1]}  # 3 -> 1 is one-way
+    view.put_conduit(11, ConduitRow(1, 3, 0.5, 0.0, 0.0, False, "shortcut"))  # replaced: now both ways
+    assert [e.target for e in view.neighbours([3], statuses=RETRIEVABLE, policy=policy, now=0.0)[3]] == [1]
+    view.drop_grain(2)
+    view.drop_conduit(10)
+    view.drop_conduit(10)  # twice is harmless
+    assert view.neighbours([2], statuses=RETRIEVABLE, policy=policy, now=0.0) == {}
+    assert {g: set(c) for g, c in view._by_grain.items()} == {1: {11, 12}, 3: {11}, 4: {12}}
