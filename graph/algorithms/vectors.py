@@ -55,7 +55,10 @@ class ApproximateIndex:
     """An HNSW graph of unit vectors (usearch), searched approximately in about a tenth of a millisecond at
     100,000 or 1,000,000 rows, where the exhaustive product costs milliseconds to tens of milliseconds.
 
-    Vectors are kept as int8 (384 bytes each at 384 dimensions). An id added
+    Vectors are kept as int8 (384 bytes each at 384 dimensions), each scaled
+    so its largest component is 127 before rounding (cosine ignores scale);
+    usearch's own conversion of a unit vector would leave about 7 levels per
+    component and find 95% of the exact 30 nearest instead of 99%. An id added
     again replaces its vector. One thread: the service's cores belong to its
     requests. ``save`` and ``load`` round-trip through one file.
     """
@@ -83,13 +86,13 @@ class ApproximateIndex:
         present = np.asarray(self._index.contains(ids), dtype=bool).reshape(-1)
         if present.any():
             self._index.remove(ids[present])
-        self._index.add(ids, np.ascontiguousarray(rows, dtype=np.float32), threads=1)
+        self._index.add(ids, _quantise(rows), threads=1)
 
     def nearest(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """About the ``k`` ids most similar to ``query`` (cosine), nearest first."""
         if self.size == 0 or k <= 0:
             return []
-        found = self._index.search(query.astype(np.float32), min(k, self.size), threads=1)
+        found = self._index.search(_quantise(query)[0], min(k, self.size), threads=1)
         return [(int(key), 1.0 - float(distance)) for key, distance in zip(found.keys, found.distances, strict=True)]
 
     def dump(self) -> bytes:
@@ -111,3 +114,10 @@ class ApproximateIndex:
             raise ValueError(f"{path} is not a vector index of {dim} dimensions")
         index._index.expansion_search = expansion_search
         return index
+
+
+def _quantise(rows: np.ndarray) -> np.ndarray:
+    """Rows as int8, each scaled so its largest component is 127."""
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float32))
+    peak = np.abs(rows).max(axis=1, keepdims=True)
+    return np.ascontiguousarray(np.rint(rows * (127.0 / np.clip(peak, 1e-12, None))).astype(np.int8))
