@@ -6,3 +6,10 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
 application = get_asgi_application()
+
+from core.booth import get_booth  # noqa: E402 - after Django is set up
+from memory.retrieval import retrieval_warm_up  # noqa: E402
+
+# The graph mirror, the embedding model and the vector index are loaded on a read worker now, so the first
+# retrieval does not wait for them (a retrieval meanwhile waits for the same lock and finds them ready).
+get_booth().read(retrieval_warm_up)

@@ -359,3 +359,9 @@ def embed_missing(*, batch_size: int = 256, progress: bool = False,
     if done:
         activity_record("graph.grains_embedded", {"grains": done, "model": MODEL}, now=timezone.now())
     return done
+
+
+def semantic_warm_up() -> None:
+    """Load the model and this database's vectors now (a service at start), not on its first retrieval."""
+    if semantic_enabled():
+        _index.nearest(_encoder.encode(["warm up"])[0], 1)

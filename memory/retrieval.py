@@ -13,8 +13,17 @@ and the learned cues).
 """
 from __future__ import annotations
 
+from graph.mirror import mirrors
+from graph.semantic import semantic_warm_up
 from graph.services.learning import feedback_accept, feedback_apply_pending, feedback_record
 from graph.services.retrieval import grain_retrieve
 from graph.services.traces import trace_written
 
-__all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve", "trace_written"]
+__all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve", "retrieval_warm_up",
+           "trace_written"]
+
+
+def retrieval_warm_up() -> None:
+    """Load what retrieval keeps in memory (the graph mirror, the embedding model and the vectors)."""
+    mirrors.current()
+    semantic_warm_up()
