@@ -18,6 +18,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,6 +169,11 @@ class _Index:
     def clear(self) -> None:
         with self._lock:
             self._states.clear()
+
+    def building(self) -> bool:
+        """Whether an approximate index is being built (or written) for this database."""
+        state = self._states.get(str(connection.settings_dict["NAME"]))
+        return state is not None and (state.building or state.saving)
 
     def nearest(self, query: Any, k: int) -> list[tuple[int, float]]:
         key = str(connection.settings_dict["NAME"])
@@ -361,7 +367,13 @@ def embed_missing(*, batch_size: int = 256, progress: bool = False,
     return done
 
 
-def semantic_warm_up() -> None:
-    """Load the model and this database's vectors now (a service at start), not on its first retrieval."""
-    if semantic_enabled():
-        _index.nearest(_encoder.encode(["warm up"])[0], 1)
+def semantic_warm_up(*, wait_seconds: float = 0.0) -> None:
+    """Load the model and this database's vectors now (a service at start), not on its first retrieval; with
+    ``wait_seconds``, also wait (that long at most) for an approximate index being built (a benchmark)."""
+    if not semantic_enabled():
+        return
+    query = _encoder.encode(["warm up"])[0]
+    _index.nearest(query, 1)
+    deadline = time.monotonic() + wait_seconds
+    while _index.building() and time.monotonic() < deadline:
+        time.sleep(0.2)

@@ -23,7 +23,8 @@ __all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grai
            "trace_written"]
 
 
-def retrieval_warm_up() -> None:
-    """Load what retrieval keeps in memory (the graph mirror, the embedding model and the vectors)."""
+def retrieval_warm_up(*, wait_seconds: float = 0.0) -> None:
+    """Load what retrieval keeps in memory (the graph mirror, the embedding model and the vectors; with
+    ``wait_seconds``, waiting that long at most for an approximate vector index being built)."""
     mirrors.current()
-    semantic_warm_up()
+    semantic_warm_up(wait_seconds=wait_seconds)
