@@ -25,8 +25,12 @@ SCRIPT = textwrap.dedent("""
         grain_store(content=text, context="walks")
     from graph.semantic import semantic_enabled
     meaning = grain_retrieve(query="a dog joined the household") if semantic_enabled() else None  # no word shared
-    found = grain_retrieve(query="greyhound")
-    feedback_record(trace_id=found.trace_id, grain_id=found.grains[-1].id, useful=True)
+    from core.booth import get_booth
+    from graph.models import Trace
+    found = grain_retrieve(query="greyhound", booth=get_booth())  # as the service: its trace id reserved ahead
+    feedback_record(trace_id=found.trace_id, grain_id=found.grains[-1].id, useful=True)  # waits for the trace
+    inline = grain_retrieve(query="canal")  # the sequence's next id, never one of the reserved ones
+    reserved = [found.trace_id, inline.trace_id, Trace.objects.filter(pk=found.trace_id).exists()]
     taught = grain_retrieve(query="greyhound walks flooding")
     for g in taught.grains:
         feedback_record(trace_id=taught.trace_id, grain_id=g.id, useful=g.content.startswith("The canal"))
@@ -34,7 +38,7 @@ SCRIPT = textwrap.dedent("""
     cue = grain_retrieve(query="flooding")  # a word only the canal grain's learned cues hold
     print(json.dumps({"vendor": connection.vendor, "hops": [g.hops for g in found.grains],
                       "ranker_weights": RankerWeight.objects.count(), "cue": [g.content for g in cue.grains],
-                      "semantic": meaning and meaning.grains[0].content}))
+                      "semantic": meaning and meaning.grains[0].content, "reserved": reserved}))
 """)
 
 
@@ -54,5 +58,7 @@ def test_postgres_migrates_and_serves_the_core_services():
         assert result["hops"][0] == 0 and max(result["hops"]) >= 1
         assert result["ranker_weights"] > 0  # pairs of useful and not-useful grains taught the ranker
         assert result["cue"][0] == "The canal floods in November"  # found by a word feedback taught it
+        booth_trace, inline_trace, written = result["reserved"]
+        assert written and inline_trace > booth_trace
         require(semantic_installed(), SEMANTIC_MISSING)  # part of the default install
         assert result["semantic"] == "Alice adopted a greyhound named Pixel"
