@@ -9,9 +9,12 @@ answers the same questions as ``graph.selectors`` does with the same results:
 ``neighbours``, ``rank_inputs``, ``related`` (contradictions, abstractions'
 sources). Lazy decay is computed from the stamps, as the SQL path does. It is
 kept current by ``put_grain``/``drop_grain``/``put_conduit``/``drop_conduit``.
+Every method holds the mirror's lock: one thread may follow the database's
+changes while others read.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -50,100 +53,109 @@ class GraphMirror:
         self.conduits: dict[int, ConduitRow] = {}
         # grain id -> ids of the conduits at either end (a dict: ordered, for the same result in every process)
         self._by_grain: dict[int, dict[int, None]] = {}
+        self._lock = threading.RLock()
 
     def put_grain(self, gid: int, row: GrainRow) -> None:
-        self.grains[gid] = row
+        with self._lock:
+            self.grains[gid] = row
 
     def drop_grain(self, gid: int) -> None:
-        self.grains.pop(gid, None)
+        with self._lock:
+            self.grains.pop(gid, None)
 
     def put_conduit(self, cid: int, row: ConduitRow) -> None:
-        self.drop_conduit(cid)
-        self.conduits[cid] = row
-        self._by_grain.setdefault(row.source, {})[cid] = None
-        self._by_grain.setdefault(row.target, {})[cid] = None
+        with self._lock:
+            self.drop_conduit(cid)
+            self.conduits[cid] = row
+            self._by_grain.setdefault(row.source, {})[cid] = None
+            self._by_grain.setdefault(row.target, {})[cid] = None
 
     def drop_conduit(self, cid: int) -> None:
-        row = self.conduits.pop(cid, None)
-        if row is None:
-            return
-        for end in (row.source, row.target):
-            ids = self._by_grain.get(end)
-            if ids is not None:
-                ids.pop(cid, None)
-                if not ids:
-                    del self._by_grain[end]
+        with self._lock:
+            row = self.conduits.pop(cid, None)
+            if row is None:
+                return
+            for end in (row.source, row.target):
+                ids = self._by_grain.get(end)
+                if ids is not None:
+                    ids.pop(cid, None)
+                    if not ids:
+                        del self._by_grain[end]
 
     def touched(self, ids: Iterable[int], now: float) -> None:
         """Grains just returned by a retrieval of this process: accessed ``now``."""
-        for gid in ids:
-            row = self.grains.get(gid)
-            if row is not None:
-                self.grains[gid] = GrainRow(row.status, row.tier, row.weight, row.confidence, row.decayed_at, now,
-                                            row.superseded_by, row.cluster_id, row.level, row.speaker)
+        with self._lock:
+            for gid in ids:
+                row = self.grains.get(gid)
+                if row is not None:
+                    self.grains[gid] = GrainRow(row.status, row.tier, row.weight, row.confidence, row.decayed_at, now,
+                                                row.superseded_by, row.cluster_id, row.level, row.speaker)
 
     def neighbours(self, ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy,
                    now: float) -> dict[int, list[Edge]]:
         """What ``graph.selectors.conduit_neighbours`` answers: traversable conduits out of ``ids`` (undirected
         ones both ways, directed ones source -> target) to grains whose status is in ``statuses``."""
-        out: dict[int, list[Edge]] = {}
-        allowed = set(statuses)
-        conduits, grains = self.conduits, self.grains
-        floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
-        for here in ids:
-            edges = []
-            for cid in self._by_grain.get(here, ()):
-                c = conduits[cid]
-                if c.source == here:
-                    there = c.target
-                elif not c.directed:
-                    there = c.source
-                else:
-                    continue
-                grain = grains.get(there)
-                if grain is None or grain.status not in allowed:
-                    continue
-                # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
-                weight, elapsed = c.weight, now - max(c.decayed_at, c.created_at + grace)
-                if elapsed > 0 and weight > floor:
-                    weight = floor if half_life <= 0 else floor + (weight - floor) * 0.5 ** (elapsed / half_life)
-                edges.append(Edge(there, weight, cid, grain.status))
-            if edges:
-                out[here] = edges
-        return out
+        with self._lock:
+            out: dict[int, list[Edge]] = {}
+            allowed = set(statuses)
+            conduits, grains = self.conduits, self.grains
+            floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
+            for here in ids:
+                edges = []
+                for cid in self._by_grain.get(here, ()):
+                    c = conduits[cid]
+                    if c.source == here:
+                        there = c.target
+                    elif not c.directed:
+                        there = c.source
+                    else:
+                        continue
+                    grain = grains.get(there)
+                    if grain is None or grain.status not in allowed:
+                        continue
+                    # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
+                    weight, elapsed = c.weight, now - max(c.decayed_at, c.created_at + grace)
+                    if elapsed > 0 and weight > floor:
+                        weight = floor if half_life <= 0 else floor + (weight - floor) * 0.5 ** (elapsed / half_life)
+                    edges.append(Edge(there, weight, cid, grain.status))
+                if edges:
+                    out[here] = edges
+            return out
 
     def rank_inputs(self, ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: float,
                     recency_half_life: float, recency_floor: float) -> tuple[dict[int, RankInput], dict[int, str]]:
         """What ``graph.selectors.grain_rank_inputs`` answers."""
-        inputs: dict[int, RankInput] = {}
-        status: dict[int, str] = {}
-        allowed = set(statuses)
-        for gid in ids:
-            g = self.grains.get(gid)
-            if g is None or g.status not in allowed:
-                continue
-            inputs[gid] = RankInput(
-                weight=policy.grain_weight(g.weight, g.tier, g.decayed_at, now), confidence=g.confidence,
-                recency=recency_factor(max(0.0, now - g.accessed_at), half_life_seconds=recency_half_life,
-                                       floor=recency_floor),
-                superseded_by=g.superseded_by, cluster_id=g.cluster_id, level=g.level, speaker=g.speaker)
-            status[gid] = g.status
-        return inputs, status
+        with self._lock:
+            inputs: dict[int, RankInput] = {}
+            status: dict[int, str] = {}
+            allowed = set(statuses)
+            for gid in ids:
+                g = self.grains.get(gid)
+                if g is None or g.status not in allowed:
+                    continue
+                inputs[gid] = RankInput(
+                    weight=policy.grain_weight(g.weight, g.tier, g.decayed_at, now), confidence=g.confidence,
+                    recency=recency_factor(max(0.0, now - g.accessed_at), half_life_seconds=recency_half_life,
+                                           floor=recency_floor),
+                    superseded_by=g.superseded_by, cluster_id=g.cluster_id, level=g.level, speaker=g.speaker)
+                status[gid] = g.status
+            return inputs, status
 
     def related(self, ids: Iterable[int], kind: str, *, outgoing_only: bool = False) -> dict[int, list[int]]:
         """For each of ``ids``, the grains at the other end of its conduits of ``kind`` (only those it is the
         source of, with ``outgoing_only``), in ascending order."""
-        out: dict[int, list[int]] = {}
-        for gid in ids:
-            found = []
-            for cid in self._by_grain.get(gid, ()):
-                c = self.conduits[cid]
-                if c.kind != kind:
-                    continue
-                if c.source == gid:
-                    found.append(c.target)
-                elif not outgoing_only:
-                    found.append(c.source)
-            if found:
-                out[gid] = sorted(found)
-        return out
+        with self._lock:
+            out: dict[int, list[int]] = {}
+            for gid in ids:
+                found = []
+                for cid in self._by_grain.get(gid, ()):
+                    c = self.conduits[cid]
+                    if c.kind != kind:
+                        continue
+                    if c.source == gid:
+                        found.append(c.target)
+                    elif not outgoing_only:
+                        found.append(c.source)
+                if found:
+                    out[gid] = sorted(found)
+            return out
