@@ -61,3 +61,16 @@ def test_bad_dashboard_benchmark_options_are_explained(tmp_path):
                        (["--chromium", str(tmp_path / "none")], "no browser at")):
         out = flux_bench("--dashboard", *args, data_dir=tmp_path)
         assert out.returncode == 1 and text in out.stderr and "Traceback" not in out.stderr
+
+
+def test_load_benchmark_drives_the_rest_service_with_concurrent_clients(tmp_path):
+    out = flux_bench("--grains", "200", "--queries", "10", "--load", "3", "--seconds", "2", "--json",
+                     data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["clients"] == 3
+    for phase in ("retrieve", "store"):
+        assert result[phase]["answered"] > 3 and result[phase]["failed"] == 0, result[phase]
+        assert result[phase]["per_s"] > 0 and 0 < result[phase]["ms"]["p50"] <= result[phase]["ms"]["p99"]
+    bad = flux_bench("--load", "0", data_dir=tmp_path)
+    assert bad.returncode != 0 and "--load takes 1 to 64" in bad.stderr and "Traceback" not in bad.stderr

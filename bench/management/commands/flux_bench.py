@@ -70,11 +70,17 @@ class Command(BaseCommand):
                             help="with --dashboard: the grain counts to measure at (default 1000,10000,100000)")
         parser.add_argument("--loads", type=int, default=3, help="with --dashboard: page loads per size (default 3)")
         parser.add_argument("--chromium", default="/usr/bin/chromium", help="with --dashboard: the browser binary")
+        parser.add_argument("--load", type=int, metavar="CLIENTS",
+                            help="instead: CLIENTS threads retrieving, then storing, through the REST service at "
+                                 "once (keep-alive connections, each its own client), for --seconds each")
+        parser.add_argument("--seconds", type=float, default=20.0, help="with --load: seconds per phase (default 20)")
 
     def handle(self, *args: object, **opts: object) -> None:
         if opts["grains"] < 200 or opts["queries"] < 10:
             raise CommandError("--grains must be at least 200 and --queries at least 10")
         stages = _stages(opts["history"], "--history") if opts["health"] else []
+        if opts["load"] is not None and not (1 <= opts["load"] <= 64 and 1 <= opts["seconds"] <= 600):
+            raise CommandError("--load takes 1 to 64 client threads and --seconds 1 to 600")
         if opts["dashboard"]:
             sizes = _stages(opts["sizes"], "--sizes")
             if not 1 <= opts["loads"] <= 20:
@@ -82,7 +88,9 @@ class Command(BaseCommand):
             if not Path(opts["chromium"]).exists():
                 raise CommandError(f"no browser at {opts['chromium']}: apt-get install chromium, or pass --chromium")
         with temporary_database() as path:
-            if opts["dashboard"]:
+            if opts["load"] is not None:
+                result = bench_load(opts["grains"], opts["load"], opts["seconds"], opts["seed"], path.parent)
+            elif opts["dashboard"]:
                 result = bench_dashboard(sizes, opts["loads"], opts["seed"], path.parent, opts["chromium"])
             elif opts["health"]:
                 result = bench_health(opts["grains"], stages, opts["queries"], opts["seed"], path.parent)
@@ -220,17 +228,94 @@ def bench_health(n: int, stages: list[int], q: int, seed: int, folder: Path) -> 
     return figures
 
 
+def bench_load(n: int, clients: int, seconds: float, seed: int, folder: Path) -> dict:
+    """``clients`` threads, each its own client on a keep-alive connection, retrieving for ``seconds``, then
+    storing for ``seconds``, against the REST service on the benchmark's database (request rates unlimited)."""
+    corpus = Corpus(seed=seed)
+    grains = list(corpus.grains(n))
+    store_synthetic(grains, 0, n, "batch store")
+    cluster_rebuild()
+    queries = [corpus.query_about(corpus.rng.choice(grains).content) for _ in range(2000)]
+    figures: dict = {"grains": n, "clients": clients, "seconds": seconds}
+    unlimited = {"RATE_RETRIEVE": "100000000/m", "MAX_GRAINS_PER_MINUTE": "100000000"}
+    with serving(folder, env=unlimited) as base:
+        port = int(base.rsplit(":", 1)[1])
+        _post(port, "/retrieve", {"query": queries[0], "limit": 10}, CALLER)  # the service's warm-up done
+        for phase, path in (("retrieve", "/retrieve"), ("store", "/store")):
+            def body(i: int, phase: str = phase) -> dict:
+                if phase == "retrieve":
+                    return {"query": queries[i % len(queries)], "limit": 10}
+                return {"content": f"{corpus.rng.choice(grains).content} (load {i})", "context": f"load-{i % 50}"}
+
+            latencies, failures = _hammer(port, path, body, clients, seconds)
+            figures[phase] = {"per_s": round(len(latencies) / seconds, 1), "answered": len(latencies),
+                              "failed": failures, "ms": percentiles(latencies) if len(latencies) > 1 else None}
+    return figures
+
+
+def _hammer(port: int, path: str, body: Callable[[int], dict], clients: int,
+            seconds: float) -> tuple[list[float], int]:
+    """Each client thread sends requests back to back until ``seconds`` have passed (at most 100,000 each)."""
+    import threading
+
+    latencies: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(k: int) -> None:
+        import http.client
+
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for i in range(100_000):
+            if time.monotonic() >= deadline:
+                break
+            start = time.perf_counter()
+            try:
+                connection.request("POST", path, json.dumps(body(k * 100_000 + i)), {
+                    "Content-Type": "application/json", "X-Caller-Id": f"bench-{k}:test"})
+                response = connection.getresponse()
+                response.read()
+                ok = response.status < 300
+            except OSError:
+                connection.close()
+                ok = False
+            with lock:
+                if ok:
+                    latencies.append((time.perf_counter() - start) * 1000)
+                else:
+                    failures[0] += 1
+        connection.close()
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in tqdm(threads, desc=f"{clients} clients on {path} for {seconds:g} s", unit="client",
+                       file=sys.stderr):
+        thread.join()
+    return latencies, failures[0]
+
+
+def _post(port: int, path: str, body: dict, caller: str) -> None:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                     method="POST", headers={"Content-Type": "application/json",
+                                                             "X-Caller-Id": caller})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        response.read()
+
+
 def _get(url: str) -> None:
     with urllib.request.urlopen(url, timeout=60) as response:
         response.read()
 
 
 @contextmanager
-def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health") -> Iterator[str]:
-    """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port; yields its
-    base URL."""
+def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health",
+            env: dict[str, str] | None = None) -> Iterator[str]:
+    """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port, with ``env``
+    added to its environment; yields its base URL."""
     port = free_port()
-    env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
+    env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false", **(env or {})}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     proc = subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), app],
                             cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
