@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -73,11 +74,28 @@ def _unauthorized(request: HttpRequest) -> HttpResponse | None:
 
 
 class RestGateMiddleware:
+    """Sync and async: under ASGI a sync-only middleware would send every request through Django's one shared
+    sync thread (and back) before the view hands it to the booth. Nothing here touches the database."""
+
+    sync_capable = async_capable = True
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        refused = _too_large(request)
-        if refused is None and not request.path.startswith(OPEN_PATHS):
-            refused = _unauthorized(request) or (_foreign_write(request) if request.method in UNSAFE else None)
-        return refused or self.get_response(request)
+        if self.is_async:
+            return self._acall(request)
+        return _refusal(request) or self.get_response(request)
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        return _refusal(request) or await self.get_response(request)
+
+
+def _refusal(request: HttpRequest) -> HttpResponse | None:
+    refused = _too_large(request)
+    if refused is None and not request.path.startswith(OPEN_PATHS):
+        refused = _unauthorized(request) or (_foreign_write(request) if request.method in UNSAFE else None)
+    return refused
