@@ -110,8 +110,10 @@ class Supervisor:
                 self.say(f"{w.service.name} restarted (pid {w.pid}, restart {w.restarts})")
 
     def watch(self, until: Callable[[], bool] = lambda: False) -> None:
-        """Tick until SIGTERM or SIGINT (or ``until()``), then stop every service."""
+        """Tick until SIGTERM or SIGINT (or ``until()``), then stop every service. Both are handled explicitly: a
+        process started in the background of a shell inherits SIGINT ignored, and Ctrl-C must still stop it."""
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             while not until():
                 self.tick()
