@@ -24,11 +24,11 @@ import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from core.net import free_port
 from tests.flux.test_cli import ROOT, alive, flux
 from tests.mcp_bridge.test_mcp import TOOLS, ok
+from tests.mcp_bridge.test_mcp_http import session as http_session
 
 TIMEOUT = 60.0
 NAME = "mem"
@@ -148,17 +148,6 @@ async def stdio_session(command: str, args: list[str], env: dict[str, str] | Non
     params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
     with open(errlog, "w") as log:
         async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as session:
-                with anyio.fail_after(TIMEOUT):
-                    info = await session.initialize()
-                assert info.server_info.name == "flux-memory"
-                yield session
-
-
-@asynccontextmanager
-async def http_session(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
-    async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as session:
                 with anyio.fail_after(TIMEOUT):
                     info = await session.initialize()
@@ -289,7 +278,7 @@ async def _store_over_stdio(spec: dict[str, Any], cwd: Path, errlog: Path, conte
 
 
 async def _store_over_http(url: str, headers: dict[str, str], content: str) -> None:
-    async with http_session(url, headers) as session:
+    async with http_session(url, headers=headers) as session:
         with anyio.fail_after(TIMEOUT):
             assert {t.name for t in (await session.list_tools()).tools} == TOOLS
         assert (await call(session, "flux_store", content=content, caller_id="snippet:memory_writer"))["created"]

@@ -48,13 +48,17 @@ def mcp_http(data_dir: Path, rest_port: int, port: int | None = None, **env: str
 
 
 @asynccontextmanager
-async def session(url: str, key: str | None = None) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+async def session(url: str, key: str | None = None,
+                  headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session with the Flux server at ``url`` over streamable HTTP (with the API ``key`` as a
+    bearer token, or the given ``headers``, as a snippet sends them)."""
+    headers = headers if headers is not None else {"Authorization": f"Bearer {key}"} if key else {}
     async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as client:
                 with anyio.fail_after(TIMEOUT):
-                    await client.initialize()
+                    info = await client.initialize()
+                assert info.server_info.name == "flux-memory"
                 yield client
 
 
