@@ -6,8 +6,8 @@ queries), then before each use brought up to date: triggers append a
 mirror re-reads the rows named after the last change it applied (one indexed
 query when nothing changed). A log it cannot follow (rows it applied since
 rolled back, pruned, or more than RELOAD_AFTER changes behind) means a full
-reload. Retrieval's own touches (the access time) are applied here directly
-and are not logged. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
+reload. Retrieval applies its own touches (the access time), which are not
+logged, to the mirror directly. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
 the database, whose transactions commit out of id order.
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
 
 from django.db import connection
 
@@ -75,14 +74,6 @@ class _Mirrors:
                 held = self._load()
             self._by_db[key] = held
             return held[0]
-
-    def touched(self, ids: Iterable[int], now: float) -> None:
-        """This process's retrieval just accessed ``ids`` (written by its trace, not logged)."""
-        key = str(connection.settings_dict["NAME"]) if connection.vendor == "sqlite" else None
-        with self._lock:
-            held = self._by_db.get(key)
-            if held is not None:
-                held[0].touched(ids, now)
 
     def _load(self) -> tuple[GraphMirror, int, int]:
         started = time.monotonic()

@@ -191,7 +191,7 @@ def grain_retrieve(
             raise
         trace_id = None  # the storage is full or read-only: the answer still goes out, with no trace to rate
     if view is not None:
-        mirrors.touched(returned, now.timestamp())
+        view.touched(returned, now.timestamp())  # the trace's write of it is not logged for the mirror
         conflicts = view.related([r.activation.grain_id for r in ranked], ConduitKind.CONTRADICTS)
         sources = view.related([r.activation.grain_id for r in hubs], ConduitKind.ABSTRACTS, outgoing_only=True)
     else:

@@ -240,7 +240,7 @@ def bench_load(n: int, clients: int, seconds: float, seed: int, folder: Path) ->
     unlimited = {"RATE_RETRIEVE": "100000000/m", "MAX_GRAINS_PER_MINUTE": "100000000"}
     with serving(folder, env=unlimited) as base:
         port = int(base.rsplit(":", 1)[1])
-        _post(port, "/retrieve", {"query": queries[0], "limit": 10}, CALLER)  # the service's warm-up done
+        _post(base, "/retrieve", {"query": queries[0], "limit": 10})  # the service's warm-up done
         for phase, path in (("retrieve", "/retrieve"), ("store", "/store")):
             def body(i: int, phase: str = phase) -> dict:
                 if phase == "retrieve":
@@ -296,10 +296,10 @@ def _hammer(port: int, path: str, body: Callable[[int], dict], clients: int,
     return latencies, failures[0]
 
 
-def _post(port: int, path: str, body: dict, caller: str) -> None:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
-                                     method="POST", headers={"Content-Type": "application/json",
-                                                             "X-Caller-Id": caller})
+def _post(base: str, path: str, body: dict) -> None:
+    """POST ``body`` as JSON to ``base + path`` as the benchmark's caller."""
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "X-Caller-Id": CALLER})
     with urllib.request.urlopen(request, timeout=60) as response:
         response.read()
 
@@ -333,11 +333,7 @@ def http_latencies(queries: list[str], folder: Path) -> list[float]:
     with serving(folder) as base:
 
         def ask(text: str) -> None:
-            body = json.dumps({"query": text, "limit": 10}).encode()
-            request = urllib.request.Request(base + "/retrieve", data=body, method="POST", headers={
-                "Content-Type": "application/json", "X-Caller-Id": CALLER})
-            with urllib.request.urlopen(request, timeout=60) as response:
-                response.read()
+            _post(base, "/retrieve", {"query": text, "limit": 10})
 
         for text in queries[:5]:  # untimed: the service loads what it keeps in memory at start
             ask(text)
