@@ -1,8 +1,6 @@
 """Semantic entry points with the real embedding model (all-MiniLM-L6-v2 int8 on onnxruntime), on the database."""
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
@@ -107,12 +105,10 @@ CHORES = ("painted the fence", "mowed the lawn", "fixed the sink", "cleaned the 
 
 
 def _wait_for_approximate(key: str) -> semantic._Vectors:
-    for _ in range(600):  # at most a minute; a build of 40 vectors takes milliseconds
-        state = semantic._index._states.get(key)
-        if state is not None and state.approx is not None and not state.saving:
-            return state
-        threading.Event().wait(0.1)
-    raise AssertionError("the approximate index was never built")
+    semantic.semantic_warm_up(wait_seconds=60)  # a build of 40 vectors takes milliseconds
+    state = semantic._index._states[key]
+    assert state.approx is not None and not state.saving, "the approximate index was never built"
+    return state
 
 
 def test_a_memory_past_semantic_approx_from_is_searched_by_an_approximate_index_kept_in_a_file(
