@@ -19,11 +19,9 @@ import time
 from django.db import connection
 
 from core.conf import flux_setting as S
-from grains.content import split_speaker
-from grains.models import Grain
-from graph.algorithms.mirror import ConduitRow, GrainRow, GraphMirror
+from graph.algorithms.mirror import ConduitRow, GraphMirror
 from graph.models import Conduit, GraphChange
-from graph.selectors import CHUNK, SPEAKER_PREFIX, _epoch, _marks
+from graph.selectors import CHUNK, _epoch, _marks, grain_row, grain_rows_sql
 
 log = logging.getLogger("flux.mirror")
 RELOAD_AFTER = 20_000  # changes behind: reading them one by one would cost more than a reload
@@ -31,17 +29,10 @@ KEEP_CHANGES = 50_000  # rows of the log kept by the prune (any mirror further b
 PRUNE_SECONDS = 300.0  # how often the beat prunes the log
 PRUNE_CHUNK = 20_000  # rows deleted per transaction, so the writer is never held long
 
-_GRAIN_SQL = (f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, "
-              f"{_epoch('last_accessed_at')}, superseded_by, cluster_id, level, substr(content, 1, {SPEAKER_PREFIX}) "
-              f"FROM {Grain._meta.db_table}")
-_CONDUIT_SQL = (f"SELECT id, source_id, target_id, weight, {_epoch('created_at')}, {_epoch('last_decayed_at')}, "
-                f"directed, kind FROM {Conduit._meta.db_table}")
 
-
-def _grain_row(row: tuple) -> tuple[int, GrainRow]:
-    gid, status, tier, weight, confidence, decayed, accessed, successor, cluster, level, head = row
-    return gid, GrainRow(status, tier, weight, confidence, float(decayed), float(accessed), successor, cluster, level,
-                         split_speaker(head)[0])
+def _conduit_sql() -> str:
+    return (f"SELECT id, source_id, target_id, weight, {_epoch('created_at')}, {_epoch('last_decayed_at')}, "
+            f"directed, kind FROM {Conduit._meta.db_table}")
 
 
 def _conduit_row(row: tuple) -> tuple[int, ConduitRow]:
@@ -80,11 +71,11 @@ class _Mirrors:
         mark = _last_change()  # first: whatever changes after it is applied again on the next use
         mirror = GraphMirror()
         with connection.cursor() as cursor:
-            cursor.execute(_GRAIN_SQL)
+            cursor.execute(grain_rows_sql())
             while rows := cursor.fetchmany(10_000):
-                for gid, row in map(_grain_row, rows):
+                for gid, row in map(grain_row, rows):
                     mirror.put_grain(gid, row)
-            cursor.execute(_CONDUIT_SQL)
+            cursor.execute(_conduit_sql())
             while rows := cursor.fetchmany(10_000):
                 for cid, row in map(_conduit_row, rows):
                     mirror.put_conduit(cid, row)
@@ -109,8 +100,8 @@ class _Mirrors:
             return mirror, last, token
         grains = sorted({row for _, kind, row, _ in changes if kind == GraphChange.GRAIN})
         conduits = sorted({row for _, kind, row, _ in changes if kind == GraphChange.CONDUIT})
-        _apply(mirror, grains, _GRAIN_SQL, _grain_row, mirror.put_grain, mirror.drop_grain)
-        _apply(mirror, conduits, _CONDUIT_SQL, _conduit_row, mirror.put_conduit, mirror.drop_conduit)
+        _apply(mirror, grains, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain)
+        _apply(mirror, conduits, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit)
         return mirror, changes[-1][0], changes[-1][3]
 
 

@@ -12,7 +12,8 @@ from core.errors import NotFound
 from core.validate import require_id
 from grains.content import split_speaker
 from grains.models import HAPPENED_AT, Caller, Grain, Status
-from graph.algorithms.decay import DecayPolicy, recency_factor
+from graph.algorithms.decay import DecayPolicy
+from graph.algorithms.mirror import GrainRow
 from graph.algorithms.propagation import Edge, RankInput
 from graph.models import Cluster, Conduit, ConduitKind, Trace, TraceItem
 
@@ -69,6 +70,20 @@ def conduit_neighbours(
 SPEAKER_PREFIX = 80  # characters of a grain's content read to find who speaks in it
 
 
+def grain_rows_sql() -> str:
+    """SELECT of what retrieval reads of grains (one ``grain_row`` each); add a WHERE clause."""
+    return (f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, "
+            f"{_epoch('last_accessed_at')}, superseded_by, cluster_id, level, substr(content, 1, {SPEAKER_PREFIX}) "
+            "FROM grains_grain")
+
+
+def grain_row(row: tuple) -> tuple[int, GrainRow]:
+    """A row of ``grain_rows_sql`` as (grain id, its GrainRow)."""
+    gid, status, tier, weight, confidence, decayed, accessed, successor, cluster, level, head = row
+    return gid, GrainRow(status, tier, weight, confidence, float(decayed), float(accessed), successor, cluster, level,
+                         split_speaker(head)[0])
+
+
 def grain_rank_inputs(
     ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: datetime,
     recency_half_life: float, recency_floor: float,
@@ -79,23 +94,13 @@ def grain_rank_inputs(
     status: dict[int, str] = {}
     now_ts = now.timestamp()
     for chunk in _chunks(list(ids)):
-        sql = (
-            f"SELECT id, status, tier, weight, confidence, {_epoch('last_decayed_at')}, {_epoch('last_accessed_at')}, "
-            f"superseded_by, cluster_id, level, substr(content, 1, {SPEAKER_PREFIX}) FROM grains_grain "
-            f"WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})"
-        )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*chunk, *statuses])
-            for gid, st, tier, weight, confidence, decayed_at, accessed_at, successor, cluster, level, head in (
-                    cursor.fetchall()):
-                inputs[gid] = RankInput(
-                    weight=policy.grain_weight(weight, tier, float(decayed_at), now_ts),
-                    confidence=confidence,
-                    recency=recency_factor(max(0.0, now_ts - float(accessed_at)), half_life_seconds=recency_half_life,
-                                           floor=recency_floor),
-                    superseded_by=successor, cluster_id=cluster, level=level, speaker=split_speaker(head)[0],
-                )
-                status[gid] = st
+            cursor.execute(f"{grain_rows_sql()} WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})",
+                           [*chunk, *statuses])
+            for gid, row in map(grain_row, cursor.fetchall()):
+                inputs[gid] = row.rank_input(policy=policy, now=now_ts, recency_half_life=recency_half_life,
+                                             recency_floor=recency_floor)
+                status[gid] = row.status
     return inputs, status
 
 

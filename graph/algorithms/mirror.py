@@ -35,6 +35,15 @@ class GrainRow:
     level: int
     speaker: str | None
 
+    def rank_input(self, *, policy: DecayPolicy, now: float, recency_half_life: float,
+                   recency_floor: float) -> RankInput:
+        """What ranking reads of the grain at ``now``: its decayed weight, confidence and recency."""
+        return RankInput(
+            weight=policy.grain_weight(self.weight, self.tier, self.decayed_at, now), confidence=self.confidence,
+            recency=recency_factor(max(0.0, now - self.accessed_at), half_life_seconds=recency_half_life,
+                                   floor=recency_floor),
+            superseded_by=self.superseded_by, cluster_id=self.cluster_id, level=self.level, speaker=self.speaker)
+
 
 @dataclass(frozen=True, slots=True)
 class ConduitRow:
@@ -133,11 +142,8 @@ class GraphMirror:
                 g = self.grains.get(gid)
                 if g is None or g.status not in allowed:
                     continue
-                inputs[gid] = RankInput(
-                    weight=policy.grain_weight(g.weight, g.tier, g.decayed_at, now), confidence=g.confidence,
-                    recency=recency_factor(max(0.0, now - g.accessed_at), half_life_seconds=recency_half_life,
-                                           floor=recency_floor),
-                    superseded_by=g.superseded_by, cluster_id=g.cluster_id, level=g.level, speaker=g.speaker)
+                inputs[gid] = g.rank_input(policy=policy, now=now, recency_half_life=recency_half_life,
+                                           recency_floor=recency_floor)
                 status[gid] = g.status
             return inputs, status
 
