@@ -176,14 +176,14 @@ def grain_retrieve(
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]
     grains = _touched(grains_by_id(returned), Changes(now), now)  # as the trace's write leaves them
+    write_now = inline if booth is None else (lambda job: booth.record(job).result())  # and wait for it
     trace_id: int | None
     try:
         if booth is None or pending_traces.failing:
-            write = inline if booth is None else (lambda job: booth.record(job).result())
-            trace_id = write(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
+            trace_id = write_now(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
             pending_traces.failing = False
         else:
-            trace_id = trace_ids.take(lambda job: booth.record(job).result())
+            trace_id = trace_ids.take(write_now)
             pending_traces.add(trace_id, booth.record(lambda: _record(
                 query, who, limit, acts, ranked, hubs, from_archive, now, features, trace_id=trace_id)))
     except DatabaseError as exc:
