@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 from core.net import free_port
 from tests.flux.test_cli import ROOT, alive, flux
 from tests.mcp_bridge.test_mcp import TOOLS, ok
+from tests.mcp_bridge.test_mcp_http import initialized
 from tests.mcp_bridge.test_mcp_http import session as http_session
 
 TIMEOUT = 60.0
@@ -147,12 +148,8 @@ async def stdio_session(command: str, args: list[str], env: dict[str, str] | Non
     merges ``env`` over its minimal default environment (PATH, HOME, USER, ...), nothing of this process's."""
     params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
     with open(errlog, "w") as log:
-        async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as session:
-                with anyio.fail_after(TIMEOUT):
-                    info = await session.initialize()
-                assert info.server_info.name == "flux-memory"
-                yield session
+        async with stdio_client(params, errlog=log) as (read, write), initialized(read, write) as session:
+            yield session
 
 
 # 1. `flux mcp --name NAME`: the stdio server every stdio snippet launches.

@@ -54,12 +54,19 @@ async def session(url: str, key: str | None = None,
     bearer token, or the given ``headers``, as a snippet sends them)."""
     headers = headers if headers is not None else {"Authorization": f"Bearer {key}"} if key else {}
     async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as client:
-                with anyio.fail_after(TIMEOUT):
-                    info = await client.initialize()
-                assert info.server_info.name == "flux-memory"
-                yield client
+        async with streamable_http_client(url, http_client=http) as (read, write), initialized(read, write) as client:
+            yield client
+
+
+@asynccontextmanager
+async def initialized(read: Any, write: Any) -> AsyncIterator[ClientSession]:
+    """An MCP client session over a transport's ``read`` and ``write`` streams, initialized with the Flux server
+    (its name checked)."""
+    async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as client:
+        with anyio.fail_after(TIMEOUT):
+            info = await client.initialize()
+        assert info.server_info.name == "flux-memory"
+        yield client
 
 
 async def call(client: ClientSession, tool: str, **arguments: Any):
