@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,36 +47,43 @@ def default_backup_path(prefix: str = "flux-", now: datetime | None = None) -> P
     return backup_dir() / f"{prefix}{now:%Y%m%d-%H%M%S}.{now.microsecond // 1000:03d}{_suffix()}"
 
 
-def database_backup(dest: Path | None = None) -> Backup:
+def database_backup(dest: Path | None = None, make_room: Callable[[], object] | None = None) -> Backup:
     """Copy the database to ``dest`` (default backups/flux-<UTC time>), consistent as of one moment, while the
-    service keeps writing; the copy is checked (SQLite) and readable by the owner only."""
+    service keeps writing; the copy is checked (SQLite) and readable by the owner only. It is written under a
+    hidden partial name and renamed to ``dest`` once whole and checked, so a backup that can be listed is a whole
+    one; ``make_room`` runs just before the rename (the daily backups pruned to leave room for this one)."""
     dest = Path(dest) if dest else default_backup_path()
     if dest.exists():
         raise BackupError(f"{dest} exists already; give another path (--to)")
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    partial = dest.with_name(f".{dest.name}.partial")
+    partial.unlink(missing_ok=True)  # left by a backup killed mid-copy
     started = time.monotonic()
     old = os.umask(0o077)
     try:
         if connection.vendor == "sqlite":
             with connection.cursor() as cursor:
-                cursor.execute("VACUUM INTO %s", [str(dest)])
-            problems = sqlite_problems(dest)
+                cursor.execute("VACUUM INTO %s", [str(partial)])
+            problems = sqlite_problems(partial)
             if problems:
-                dest.unlink()
                 raise BackupError(f"the copy failed its integrity check ({problems}); nothing was kept")
         elif connection.vendor == "postgresql":
-            _run([_pg_tool("pg_dump"), "--format=custom", "--no-owner", "--file", str(dest), _pg_url()])
+            _run([_pg_tool("pg_dump"), "--format=custom", "--no-owner", "--file", str(partial), _pg_url()])
         else:
             raise BackupError(f"no backup for a {connection.vendor} database")
+        partial.chmod(0o600)
+        if make_room is not None:
+            make_room()
+        partial.replace(dest)
     finally:
         os.umask(old)
-    dest.chmod(0o600)
+        partial.unlink(missing_ok=True)
     return Backup(dest, dest.stat().st_size, round(time.monotonic() - started, 3))
 
 
 def backups_prune(keep: int, prefix: str = DAILY_PREFIX) -> list[Path]:
     """Delete the oldest backups named ``prefix``* beyond the newest ``keep``; returns the deleted ones."""
-    found = sorted(backup_dir().glob(f"{prefix}*"))
+    found = sorted(backup_dir().glob(f"{prefix}*{_suffix()}"))
     gone = found[:-keep] if keep > 0 else found
     for path in gone:
         path.unlink(missing_ok=True)
