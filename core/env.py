@@ -58,10 +58,13 @@ def env_str(name: str, default: str) -> str:
     return str(env_value(name, default))
 
 
+POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """Django DATABASES entry for a ``postgres://`` or ``sqlite:///`` URL."""
     parsed = urlparse(url)
-    if parsed.scheme in ("postgres", "postgresql", "pgsql"):
+    if parsed.scheme in POSTGRES_SCHEMES:
         name = parsed.path.lstrip("/")
         if not name:
             raise SettingError(f"DATABASE_URL={url!r} names no database (postgres://user:pass@host:5432/NAME)")

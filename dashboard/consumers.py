@@ -1,10 +1,13 @@
 """The dashboard's websocket: a snapshot on connect, then deltas of the activity log.
 
 ``/ws/activity?after=ID`` resumes: after the snapshot come every event with an id above ID (in pages), then
-live ones. Each event is sent once, in id order; the client keeps the last id it saw to reconnect with.
+live ones. Each event is sent once; the client keeps the last id it saw to reconnect with. Live events come in
+the order their writers committed them: from several processes (REDIS_URL), an event may follow one with a
+higher id, so what was sent is remembered by id (the newest SENT_KEPT), not only as the highest id.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -13,6 +16,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from dashboard.access import cookie_name, scope_cookie, viewer_allowed
 from dashboard.relay import GROUP, relay_ensure
 from dashboard.selectors import EVENT_PAGE_MAX, events_after, live_snapshot
+
+SENT_KEPT = 5000
 
 
 class ActivityConsumer(AsyncJsonWebsocketConsumer):
@@ -35,9 +40,10 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(GROUP, self.channel_name)
         snapshot = await database_sync_to_async(live_snapshot)()
         await self.send_json({"type": "snapshot", **snapshot})
-        self.last_id = snapshot["last_event_id"]
+        self.last_id = self.floor = snapshot["last_event_id"]  # at or below the floor: in the snapshot
+        self.sent: OrderedDict[int, None] = OrderedDict()
         if after:
-            self.last_id = int(after)
+            self.last_id = self.floor = int(after)
             while True:
                 events = await database_sync_to_async(events_after)(self.last_id)
                 await self._send(events)
@@ -51,9 +57,13 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
         await self._send(message["events"])
 
     async def _send(self, events: list[dict]) -> None:
-        fresh = [e for e in events if e["id"] > self.last_id]
+        fresh = [e for e in events if e["id"] > self.floor and e["id"] not in self.sent]
         if fresh:
-            self.last_id = fresh[-1]["id"]
+            for event in fresh:
+                self.sent[event["id"]] = None
+            while len(self.sent) > SENT_KEPT:
+                self.sent.popitem(last=False)
+            self.last_id = max(self.last_id, max(e["id"] for e in fresh))
             await self.send_json({"type": "delta", "events": fresh})
 
     async def receive_json(self, content: dict, **kwargs: object) -> None:

@@ -3,7 +3,8 @@
 The persisted activity log is the source of truth: services in daphne, Celery workers and management commands
 all write to it. The dashboard process tails it (events with an id above the last one seen, every
 DASHBOARD_POLL_SECONDS) and fans each batch out to its websockets through the channel layer group ``GROUP``.
-One relay runs per process, started by the first websocket that connects.
+One relay runs per process, started by the first websocket that connects. With REDIS_URL set there is none:
+every process sends the events it writes through the Redis channel layer (dashboard/publish.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import logging
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from core.conf import flux_setting as S
 from dashboard.selectors import events_after, last_event_id
@@ -22,7 +24,9 @@ _tasks: dict[int, asyncio.Task] = {}  # one relay per event loop
 
 
 def relay_ensure() -> None:
-    """Start this process's relay if it is not running."""
+    """Start this process's relay if it is not running (and events are not published through Redis)."""
+    if settings.REDIS_URL:
+        return
     loop = asyncio.get_running_loop()
     task = _tasks.get(id(loop))
     if task is None or task.done():

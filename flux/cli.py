@@ -60,6 +60,7 @@ def _ask_mode(assume_default: bool) -> str:
 def cmd_start(args: argparse.Namespace) -> int:
     instance = Instance.existing(args.name)
     instance.config()
+    _set_process_counts(instance, args)
     already = processes.running(instance)
     supervisor = processes.supervisor_pid(instance)
     if supervisor is not None:
@@ -81,6 +82,17 @@ def cmd_start(args: argparse.Namespace) -> int:
           f"logs in {instance.log_dir}")
     _started(instance, args)
     return 0
+
+
+def _set_process_counts(instance: Instance, args: argparse.Namespace) -> None:
+    """--web-workers / --workers written to the instance's config (they hold for the next start too), checked
+    before anything starts."""
+    wanted = {"WEB_WORKERS": args.web_workers, "TASK_WORKERS": args.workers}
+    processes.process_counts(instance, **wanted)
+    for key, value in wanted.items():
+        if value is not None and value != instance.setting(key):
+            instance.set_config(key, str(value))
+            print(f"{key} set to {value} in {instance.config_file}")
 
 
 def _started(instance: Instance, args: argparse.Namespace) -> None:
@@ -333,6 +345,9 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--broadcast", action="store_true",
                        help="let the dashboard (read-only) listen on every interface and print its LAN URLs; "
                             "the REST API stays on REST_HOST")
+    start.add_argument("--web-workers", type=int, metavar="N",
+                       help="run N REST processes on REST_PORT (sets WEB_WORKERS; more than 1 needs PostgreSQL)")
+    start.add_argument("--workers", type=int, metavar="N", help="run N Celery workers (sets TASK_WORKERS)")
     command("stop", cmd_stop, "stop every process of the instance, gracefully")
     supervise = sub.add_parser("supervise")  # what `flux start` runs detached; not listed
     supervise.add_argument("--name", required=True)

@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 from core.defaults import DEFAULT_ALLOWED_HOSTS
+from core.env import POSTGRES_SCHEMES
 from core.keys import open_rest_refusal
 from core.net import http_answers
 from flux.instance import Instance, InstanceError, python
@@ -27,28 +29,61 @@ class Service:
     marker: str  # a word of its command line, so a recycled pid is never taken for it
 
 
-# A word of each service's command line, so a recycled pid is never taken for it.
+# A word of each kind of service's command line, so a recycled pid is never taken for it. A kind with several
+# processes names them rest, rest-2, rest-3, ... (their pid files likewise).
 MARKERS = {"rest": "fluxsite.asgi", "dashboard": "fluxsite.dashboard_asgi", "worker": "celery", "mcp": "flux_mcp"}
 SUPERVISOR_MARKER = "flux"  # `python -m flux supervise` or `flux start --foreground`
 BROADCAST_HOST = "0.0.0.0"
 VIEW_TOKEN_ENV = "FLUX_VIEW_TOKEN"  # read by dashboard/access.py
 SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
+MAX_PROCESSES = 32  # of one kind (WEB_WORKERS, TASK_WORKERS)
+
+
+def numbered(kind: str, n: int) -> str:
+    return kind if n == 1 else f"{kind}-{n}"
+
+
+def kind_of(name: str) -> str:
+    return name.split("-", 1)[0]
+
+
+def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
+    """(WEB_WORKERS, TASK_WORKERS) as set, or as ``wanted`` (WEB_WORKERS=3) would set them, checked: each 1 to
+    MAX_PROCESSES, and several REST processes only on PostgreSQL."""
+    counts = []
+    for key in ("WEB_WORKERS", "TASK_WORKERS"):
+        value = wanted[key] if wanted.get(key) is not None else instance.setting(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PROCESSES:
+            raise InstanceError(f"{key} is {value!r} in {instance.config_file}; give a whole number from 1 to "
+                                f"{MAX_PROCESSES}")
+        counts.append(value)
+    if counts[0] > 1 and urlparse(instance.environ().get("DATABASE_URL", "")).scheme not in POSTGRES_SCHEMES:
+        raise InstanceError(f"WEB_WORKERS is {counts[0]}, but several REST processes need PostgreSQL: SQLite lets "
+                            "one process write at a time, and each REST process writes through its own queue. Set "
+                            "DATABASE_URL to a PostgreSQL database in the environment `flux start` runs in (see "
+                            f"docs/operations.md), or WEB_WORKERS: 1 in {instance.config_file}")
+    return counts[0], counts[1]
 
 
 def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
-    """What `flux start` runs for an instance: the REST API and the dashboard, each under its own daphne, a
-    Celery worker with beat embedded (periodic maintenance; the in-memory scheduler needs no file), and the MCP
-    server over streamable HTTP (a client of REST). With ``broadcast`` only the dashboard listens on every
-    interface; the REST API stays where REST_HOST says, the MCP server where MCP_HOST says."""
+    """What `flux start` runs for an instance: the REST API (WEB_WORKERS processes under daphne, sharing its
+    port) and the dashboard under daphne, TASK_WORKERS Celery workers, the first with beat embedded (periodic
+    maintenance; one beat of the instance sends, fluxsite/beat.py), and the MCP server over streamable HTTP (a
+    client of REST). With ``broadcast`` only the dashboard listens on every interface; the REST API stays where
+    REST_HOST says, the MCP server where MCP_HOST says."""
+    web, workers = process_counts(instance)
     dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
+    rest = [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")), "-p",
+            str(instance.setting("REST_PORT")), *(["--reuse-port"] if web > 1 else []), "fluxsite.asgi:application"]
+    worker = [python(), "-m", "celery", "-A", "fluxsite", "worker", "--pool", "solo", "--loglevel", "INFO"]
     return [
-        Service("rest", [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")),
-                         "-p", str(instance.setting("REST_PORT")), "fluxsite.asgi:application"], MARKERS["rest"]),
+        *(Service(numbered("rest", n), rest, MARKERS["rest"]) for n in range(1, web + 1)),
         Service("dashboard", [python(), "-m", "fluxsite.serve", "-b", dashboard_host, "-p",
                               str(instance.setting("DASHBOARD_PORT")), "fluxsite.dashboard_asgi:application"],
                 MARKERS["dashboard"]),
-        Service("worker", [python(), "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool", "solo",
-                           "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"], MARKERS["worker"]),
+        *(Service(numbered("worker", n), [*worker, *(["--beat"] if n == 1 else []), "-n",
+                                          f"{numbered('worker', n)}@%h"], MARKERS["worker"])
+          for n in range(1, workers + 1)),
         Service("mcp", [python(), "-m", "django", "flux_mcp", "--http"], MARKERS["mcp"]),
     ]
 
@@ -96,8 +131,12 @@ def live_pid(path: Path, marker: str) -> int | None:
 
 def running_in(folder: Path) -> dict[str, int]:
     """The services running on the instance in ``folder``, by their pid files (no config needed)."""
-    return {name: pid for name, marker in MARKERS.items()
-            if (pid := live_pid(folder / "run" / f"{name}.pid", marker)) is not None}
+    found = {}
+    for path in sorted((folder / "run").glob("*.pid")):
+        marker = MARKERS.get(kind_of(path.stem))
+        if marker is not None and (pid := live_pid(path, marker)) is not None:
+            found[path.stem] = pid
+    return found
 
 
 def running(instance: Instance) -> dict[str, int]:
@@ -171,6 +210,7 @@ def prepare(instance: Instance, *, broadcast: bool, running_now: dict[str, int])
                                     what=what, setting=setting)
         if refusal:
             raise InstanceError(refusal)
+    process_counts(instance)
     _check_ports(instance, broadcast, skip=set(running_now))
     migrate(instance)
     instance.run_dir.mkdir(exist_ok=True)
@@ -219,9 +259,9 @@ def _start_failure(instance: Instance, log: Path, mark: int, supervisor: subproc
     with open(log, "rb") as f:
         f.seek(mark)
         text = f.read().decode(errors="replace")
-    for service in MARKERS:
-        if f"supervisor: {service} (pid" in text:
-            return f"the {service} service exited while starting"
+    for service in services(instance):
+        if f"supervisor: {service.name} (pid" in text:
+            return f"the {service.name} service exited while starting"
     return None
 
 
@@ -262,8 +302,9 @@ def stop(instance: Instance, grace: float | None = None) -> dict[str, int]:
         while time.monotonic() < deadline and alive(supervisor):
             time.sleep(0.1)
     stop_pids([pid for name, pid in running(instance).items()] + ([supervisor] if supervisor else []), grace)
-    for service in services(instance):
-        pid_file(instance, service).unlink(missing_ok=True)
+    for path in instance.run_dir.glob("*.pid"):
+        if kind_of(path.stem) in MARKERS:
+            path.unlink(missing_ok=True)
     (instance.run_dir / "supervisor.pid").unlink(missing_ok=True)
     (instance.run_dir / "broadcast").unlink(missing_ok=True)
     return pids

@@ -6,6 +6,9 @@
 - The access log keeps no secrets: query strings (dashboard searches, the viewing token) and the token of an
   admin login link are cut from every line.
 - The REST API refuses to listen beyond loopback unless API keys are configured.
+- ``--reuse-port``: the listening socket is made here with SO_REUSEPORT and handed to daphne (``--fd``), so
+  several REST processes (WEB_WORKERS) listen on one port and the kernel spreads connections over them; each
+  can die and be restarted alone.
 
 Everything else is daphne's command line, unchanged.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -80,12 +84,42 @@ def _refusal(argv: list[str]) -> str | None:
     return open_rest_refusal(argv[argv.index("-b") + 1], str(env_value("API_KEYS", "")), data_dir)
 
 
+def _shared_port(argv: list[str]) -> list[str]:
+    """``-b HOST -p PORT --reuse-port`` replaced by ``--fd N``: a socket bound with SO_REUSEPORT, inherited by
+    daphne (twisted adopts it)."""
+    argv = list(argv)
+    argv.remove("--reuse-port")
+    host, port = argv[argv.index("-b") + 1], int(argv[argv.index("-p") + 1])
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind((host, port))
+    listener.listen(1024)
+    listener.set_inheritable(True)
+    _LISTENERS.append(listener)  # open for the life of the process
+    for flag in ("-b", "-p"):
+        at = argv.index(flag)
+        del argv[at:at + 2]
+    domain = ":domain=INET6" if family == socket.AF_INET6 else ""
+    return ["-e", f"fd:fileno={listener.fileno()}{domain}", *argv]
+
+
+_LISTENERS: list[socket.socket] = []
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     why = _refusal(argv)
     if why:
         print(f"flux: {why}", file=sys.stderr)
         return 2
+    if "--reuse-port" in argv:
+        try:
+            argv = _shared_port(argv)
+        except OSError as exc:
+            print(f"flux: cannot listen with a shared port: {exc}", file=sys.stderr)
+            return 2
     daphne.cli.AccessLogGenerator = RedactedAccessLog
     daphne.http_protocol.WebRequest = LimitedWebRequest
     daphne.cli.CommandLineInterface().run(argv)

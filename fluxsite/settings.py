@@ -150,12 +150,16 @@ SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Strict"
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(FLUX["MAX_REQUEST_BYTES"])
 
 REDIS_URL = env_str("REDIS_URL", "")
-# Live dashboard events cross processes through the persisted activity log, which the dashboard process tails
-# (dashboard/relay.py); the channel layer only fans them out to the websockets of that one process.
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Live dashboard events: embedded, the dashboard process tails the persisted activity log (dashboard/relay.py)
+# and its in-memory channel layer fans them out to its websockets; with REDIS_URL, every process sends what it
+# writes through channels-redis (dashboard/publish.py) to the websockets of every dashboard process.
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                              "CONFIG": {"hosts": [REDIS_URL], "prefix": "flux"}}
+                  if REDIS_URL else {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}"
 # A busy broker file waits instead of failing a publish (see NOTES on the SQLAlchemy transport).
 CELERY_BROKER_TRANSPORT_OPTIONS = {} if REDIS_URL else {"connect_args": {"timeout": 30}}
 CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULER = "fluxsite.beat:SingleBeat"  # one beat sends, however many run (a lease in the database)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

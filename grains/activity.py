@@ -1,14 +1,31 @@
-"""The append-only activity log: every service that changes the graph writes here."""
+"""The append-only activity log: every service that changes the graph writes here. A listener (the dashboard's
+publisher, when the channel layer is Redis) hears of each event written, by id."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from grains.models import ActivityEvent
 
+_listeners: list[Callable[[list[int]], None]] = []
+
+
+def activity_listen(listener: Callable[[list[int]], None]) -> None:
+    """Call ``listener`` with the ids of the events each write adds (inside the writer's transaction)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
 
 def activity_record(kind: str, payload: dict, *, now: datetime) -> None:
-    ActivityEvent.objects.create(kind=kind, payload=payload, created_at=now)
+    event = ActivityEvent.objects.create(kind=kind, payload=payload, created_at=now)
+    _heard([event.pk])
 
 
 def activity_record_many(rows: list[tuple[str, dict]], *, now: datetime) -> None:
-    ActivityEvent.objects.bulk_create([ActivityEvent(kind=k, payload=p, created_at=now) for k, p in rows])
+    made = ActivityEvent.objects.bulk_create([ActivityEvent(kind=k, payload=p, created_at=now) for k, p in rows])
+    _heard([e.pk for e in made if e.pk is not None])
+
+
+def _heard(ids: list[int]) -> None:
+    for listener in _listeners:
+        listener(ids)

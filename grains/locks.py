@@ -56,6 +56,15 @@ def lock_take(name: str, *, seconds: float, now: datetime | None = None) -> tupl
         return held, False
 
 
+def lock_hold(name: str, *, seconds: float, now: datetime | None = None) -> bool:
+    """Keep ``name`` for another ``seconds`` if this process holds it, else take it if it is free or expired (a
+    lease: the holder renews it before it runs out, and another process takes over once it has)."""
+    now = now or timezone.now()
+    if Lock.objects.filter(name=name, holder=_holder()).update(expires_at=now + timedelta(seconds=seconds)):
+        return True
+    return lock_take(name, seconds=seconds, now=now)[1]
+
+
 def lock_release(lock: Lock) -> None:
     Lock.objects.filter(pk=lock.pk, holder=lock.holder).delete()
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import metrics
@@ -163,7 +163,16 @@ def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit:
                 "restored": g.content_hash in created.restored}) for g in created.new], now=now)
             return grains_settle(created, who, now), source, {"new": created.new, "near": near}
 
-    results, source, fresh = write(unit_of_work)
+    def raced_once() -> tuple[list[StoreResult], Source | None, dict]:
+        # Another process (a second REST process on PostgreSQL) stored the same content, or made the same new
+        # caller, between this one's lookups and its inserts: the unique constraint refused the second insert and
+        # rolled everything back; done again, the content is known and is corroborated, once.
+        try:
+            return unit_of_work()
+        except IntegrityError:
+            return unit_of_work()
+
+    results, source, fresh = write(raced_once)
     if background and fresh["new"]:
         embed_soon(write)
     found = relations_find(fresh["new"], fresh["near"])

@@ -30,3 +30,27 @@ def flux_settings(settings):
         settings.FLUX = {**settings.FLUX, **values}
 
     return override
+
+
+# The PostgreSQL pass (`.ci/run` runs the suite a second time with DATABASE_URL and REDIS_URL set, see
+# scripts/test-postgres): every test that uses the database in this process runs on PostgreSQL and Redis; the
+# others (pure algorithms, tests of whole instances started as processes, which the embedded pass covers, and
+# tests marked sqlite_only: the graph mirror) are left out, and a process a test starts is an embedded instance
+# of its own, never this database.
+ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+if ON_POSTGRES:
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not ON_POSTGRES:
+        return
+    uses_db = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+    kept, left = [], []
+    for item in items:
+        wants = item.get_closest_marker("django_db") or uses_db & set(getattr(item, "fixturenames", ()))
+        (kept if wants and not item.get_closest_marker("sqlite_only") else left).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

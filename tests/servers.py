@@ -204,3 +204,17 @@ def redis_server(port: int | None = None) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tests.servers COMMAND...``: COMMAND run with DATABASE_URL and REDIS_URL naming a throwaway
+    PostgreSQL and Redis on loopback, both stopped when it ends (the suite's PostgreSQL pass)."""
+    with postgres_server() as database, redis_server() as redis:
+        env = {**os.environ, "DATABASE_URL": database, "REDIS_URL": redis}
+        return subprocess.run(argv, env=env).returncode
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

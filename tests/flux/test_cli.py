@@ -20,8 +20,8 @@ from graph.semantic import semantic_installed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def flux(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FLUX_HOME": str(home)}
+def flux(home: Path, *args: str, timeout: float = 180, **extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FLUX_HOME": str(home), **extra}
     for key in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR"):
         env.pop(key, None)
     return subprocess.run([sys.executable, "-m", "flux", *args], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -42,7 +42,7 @@ def run_worker_until_every_task_ran(data_dir: Path, **extra: str) -> set[str]:
     log = data_dir / "worker.log"
     with open(log, "wb") as out:
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool",
-                                   "solo", "--scheduler", "celery.beat:Scheduler", "--loglevel", "INFO"],
+                                   "solo", "--loglevel", "INFO"],
                                   cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     seen: set[str] = set()
     try:
@@ -88,7 +88,7 @@ def test_maintenance_runs_beside_a_storing_rest_service_without_locking_it(tmp_p
         log = data_dir / "worker.log"
         with open(log, "wb") as out:
             worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat",
-                                       "--pool", "solo", "--scheduler", "celery.beat:Scheduler"],
+                                       "--pool", "solo"],
                                       cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         statuses: list[int] = []
         try:  # store until the worker has re-clustered three times; bounded by count and time
@@ -141,7 +141,7 @@ def test_a_young_memory_is_clustered_within_seconds_of_growing_not_hours(tmp_pat
 
         assert clusters() == []
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "fluxsite", "worker", "--beat", "--pool",
-                                   "solo", "--scheduler", "celery.beat:Scheduler"], cwd=ROOT, env=env,
+                                   "solo"], cwd=ROOT, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60

@@ -54,6 +54,7 @@ def fresh_mirror():
     mirrors.clear()
 
 
+@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_purges(fresh_mirror, t0):
     grains = [grain_store(content=c, context="garden", now=t0).grain for c in FACTS]
     loads = mirrors.loads
@@ -79,6 +80,7 @@ def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_pur
         grains[1].pk: [grains[3].pk]}
 
 
+@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_a_retrievals_own_touch_is_applied_in_memory_not_logged(fresh_mirror, t0):
     grains = [grain_store(content=c, now=t0).grain for c in FACTS[:3]]
     mirrors.current()
@@ -90,6 +92,7 @@ def test_a_retrievals_own_touch_is_applied_in_memory_not_logged(fresh_mirror, t0
     assert found.grains[0].id == grains[2].pk
 
 
+@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_a_log_it_cannot_follow_means_a_reload(fresh_mirror, t0, monkeypatch):
     grain_store(content=FACTS[0], now=t0)
     mirrors.current()

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.instance import temporary_database
+from bench.instance import BENCH_DATABASE_ENV, temporary_database
 from bench.synthetic import Corpus
 from core.conf import flux_setting as S
 from core.net import free_port, wait_for_http
@@ -74,6 +75,9 @@ class Command(BaseCommand):
                             help="instead: CLIENTS threads retrieving, then storing, through the REST service at "
                                  "once (keep-alive connections, each its own client), for --seconds each")
         parser.add_argument("--seconds", type=float, default=20.0, help="with --load: seconds per phase (default 20)")
+        parser.add_argument("--web-workers", default="1", metavar="N[,N...]",
+                            help="with --load: REST processes sharing the port, one run per count (default 1; "
+                                 "more than 1 needs DATABASE_URL: PostgreSQL)")
 
     def handle(self, *args: object, **opts: object) -> None:
         if opts["grains"] < 200 or opts["queries"] < 10:
@@ -81,6 +85,13 @@ class Command(BaseCommand):
         stages = _stages(opts["history"], "--history") if opts["health"] else []
         if opts["load"] is not None and not (1 <= opts["load"] <= 64 and 1 <= opts["seconds"] <= 600):
             raise CommandError("--load takes 1 to 64 client threads and --seconds 1 to 600")
+        if connection.vendor != "sqlite" and opts["load"] is None:
+            raise CommandError("on PostgreSQL only --load runs (the other benchmarks time SQLite's own search "
+                               "beside Flux's); unset DATABASE_URL for them")
+        web = _stages(opts["web_workers"], "--web-workers")
+        if max(web) > 16 or (max(web) > 1 and connection.vendor != "postgresql"):
+            raise CommandError("--web-workers takes 1 to 16 processes; more than 1 needs DATABASE_URL (PostgreSQL): "
+                               "SQLite lets one process write at a time")
         if opts["dashboard"]:
             sizes = _stages(opts["sizes"], "--sizes")
             if not 1 <= opts["loads"] <= 20:
@@ -89,7 +100,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no browser at {opts['chromium']}: apt-get install chromium, or pass --chromium")
         with temporary_database() as path:
             if opts["load"] is not None:
-                result = bench_load(opts["grains"], opts["load"], opts["seconds"], opts["seed"], path.parent)
+                result = bench_load(opts["grains"], opts["load"], opts["seconds"], opts["seed"], path.parent, web)
             elif opts["dashboard"]:
                 result = bench_dashboard(sizes, opts["loads"], opts["seed"], path.parent, opts["chromium"])
             elif opts["health"]:
@@ -228,28 +239,34 @@ def bench_health(n: int, stages: list[int], q: int, seed: int, folder: Path) -> 
     return figures
 
 
-def bench_load(n: int, clients: int, seconds: float, seed: int, folder: Path) -> dict:
+def bench_load(n: int, clients: int, seconds: float, seed: int, folder: Path, web: list[int]) -> dict:
     """``clients`` threads, each its own client on a keep-alive connection, retrieving for ``seconds``, then
-    storing for ``seconds``, against the REST service on the benchmark's database (request rates unlimited)."""
+    storing for ``seconds``, against the REST service on the benchmark's database (request rates unlimited),
+    run by each number of processes in ``web`` in turn."""
     corpus = Corpus(seed=seed)
     grains = list(corpus.grains(n))
     store_synthetic(grains, 0, n, "batch store")
     cluster_rebuild()
     queries = [corpus.query_about(corpus.rng.choice(grains).content) for _ in range(2000)]
-    figures: dict = {"grains": n, "clients": clients, "seconds": seconds}
+    figures: dict = {"grains": n, "clients": clients, "seconds": seconds, "database": connection.vendor}
     unlimited = {"RATE_RETRIEVE": "100000000/m", "MAX_GRAINS_PER_MINUTE": "100000000"}
-    with serving(folder, env=unlimited) as base:
-        port = int(base.rsplit(":", 1)[1])
-        _post(base, "/retrieve", {"query": queries[0], "limit": 10})  # the service's warm-up done
-        for phase, path in (("retrieve", "/retrieve"), ("store", "/store")):
-            def body(i: int, phase: str = phase) -> dict:
-                if phase == "retrieve":
-                    return {"query": queries[i % len(queries)], "limit": 10}
-                return {"content": f"{corpus.rng.choice(grains).content} (load {i})", "context": f"load-{i % 50}"}
+    for processes in web:
+        run: dict = {}
+        with serving(folder, env=unlimited, processes=processes) as base:
+            port = int(base.rsplit(":", 1)[1])
+            for _ in range(processes * 4):  # each process's warm-up done (connections are spread by the kernel)
+                _post(base, "/retrieve", {"query": queries[0], "limit": 10})
+            for phase, path in (("retrieve", "/retrieve"), ("store", "/store")):
+                def body(i: int, phase: str = phase, processes: int = processes) -> dict:
+                    if phase == "retrieve":
+                        return {"query": queries[i % len(queries)], "limit": 10}
+                    return {"content": f"{corpus.rng.choice(grains).content} (load {processes}-{i})",
+                            "context": f"load-{i % 50}"}
 
-            latencies, failures = _hammer(port, path, body, clients, seconds)
-            figures[phase] = {"per_s": round(len(latencies) / seconds, 1), "answered": len(latencies),
+                latencies, failures = _hammer(port, path, body, clients, seconds)
+                run[phase] = {"per_s": round(len(latencies) / seconds, 1), "answered": len(latencies),
                               "failed": failures, "ms": percentiles(latencies) if len(latencies) > 1 else None}
+        figures[f"web_workers_{processes}"] = run
     return figures
 
 
@@ -311,21 +328,28 @@ def _get(url: str) -> None:
 
 @contextmanager
 def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health",
-            env: dict[str, str] | None = None) -> Iterator[str]:
+            env: dict[str, str] | None = None, processes: int = 1) -> Iterator[str]:
     """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port, with ``env``
-    added to its environment; yields its base URL."""
+    added to its environment; ``processes`` of them share the port (as WEB_WORKERS does); yields its base URL."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false", **(env or {})}
+    if env.get(BENCH_DATABASE_ENV):
+        env["DATABASE_URL"] = env[BENCH_DATABASE_ENV]
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    proc = subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), app],
-                            cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shared = ["--reuse-port"] if processes > 1 else []
+    procs = [subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), *shared,
+                               app], cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for _ in range(processes)]
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(base + ready, proc=proc)
+        for proc in procs:
+            wait_for_http(base + ready, proc=proc)
         yield base
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
 
 
 def http_latencies(queries: list[str], folder: Path) -> list[float]:
