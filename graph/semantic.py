@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +150,11 @@ class _Vectors:
     saved: int = 0  # ``last`` when the index file was last written
     building: bool = False
     saving: bool = False
+    gaps: dict[int, float] = field(default_factory=dict)  # ids skipped below ``last``, by when first missed
+
+
+GAP_SECONDS = 60.0  # how long an id skipped over is looked for again (committed late by another process)
+GAP_MAX = 1_000  # a wider hole is rows deleted or rolled back, not late commits: not looked for
 
 
 class _Index:
@@ -210,18 +215,37 @@ class _Index:
         return _Vectors(table=VectorTable(DIMENSIONS))
 
     def _catch_up(self, state: _Vectors, highest: int) -> None:
-        import numpy as np
-
+        """Read the rows above ``last``. Ids are taken at insert but may commit in another order (several
+        processes writing on PostgreSQL): an id stepped over is looked for again for GAP_SECONDS."""
         rows = GrainVector.objects.filter(model=MODEL).order_by("pk").values_list("pk", "grain_id", "vector")
+        if state.gaps:
+            now = time.monotonic()
+            for gap in [g for g, seen in state.gaps.items() if now - seen > GAP_SECONDS]:
+                del state.gaps[gap]
+            late = list(rows.filter(pk__in=list(state.gaps)))
+            for pk, _, _ in late:
+                del state.gaps[pk]
+            self._append(state, late)
         while state.last < highest:
             batch = list(rows.filter(pk__gt=state.last)[:50_000])
             if not batch:
                 break
-            ids = np.array([g for _, g, _ in batch], dtype=np.int64)
-            vectors = (np.frombuffer(b"".join(bytes(v) for _, _, v in batch), dtype=np.float32)
-                       .reshape(len(batch), DIMENSIONS))
-            (state.approx or state.table).append(ids, vectors)
+            skipped = batch[-1][0] - state.last - len(batch)
+            if 0 < skipped <= GAP_MAX:
+                now, read = time.monotonic(), {pk for pk, _, _ in batch}
+                state.gaps.update((pk, now) for pk in range(state.last + 1, batch[-1][0]) if pk not in read)
+            self._append(state, batch)
             state.last, state.mark = batch[-1][0], _fingerprint(batch[-1][1], batch[-1][2])
+
+    @staticmethod
+    def _append(state: _Vectors, rows: list[tuple[int, int, bytes]]) -> None:
+        import numpy as np
+
+        if rows:
+            ids = np.array([g for _, g, _ in rows], dtype=np.int64)
+            vectors = (np.frombuffer(b"".join(bytes(v) for _, _, v in rows), dtype=np.float32)
+                       .reshape(len(rows), DIMENSIONS))
+            (state.approx or state.table).append(ids, vectors)
 
     def _build(self, key: str, state: _Vectors) -> None:
         """Build the approximate index from a copy of the table, off the lock; then add what arrived meanwhile,

@@ -55,6 +55,18 @@ def test_grains_stored_later_are_found_by_the_same_process(semantic_on, t0):
     assert ids(grain_retrieve(query="baking loaves", limit=1, now=t0)) == [later.pk]
 
 
+def test_a_vector_committed_after_a_higher_id_was_read_is_still_found(semantic_on, t0):
+    """Several processes writing on PostgreSQL commit ids out of order: an id read over is looked for again."""
+    dog, bike, bread = [grain_store(content=c, now=t0).grain for c in FACTS]
+    late = GrainVector.objects.get(grain=dog)
+    row = {"pk": late.pk, "grain": dog, "model": late.model, "vector": bytes(late.vector)}
+    late.delete()  # not yet committed when this process reads
+    assert ids(grain_retrieve(query="baking loaves", limit=1, now=t0)) == [bread.pk]
+    assert dog.pk not in ids(grain_retrieve(query="canine pet", now=t0))
+    GrainVector.objects.create(**row)  # committed now, below the highest id read
+    assert ids(grain_retrieve(query="canine pet", limit=1, now=t0)) == [dog.pk]
+
+
 def test_purged_or_quarantined_grains_are_not_semantic_entry_points(semantic_on, t0):
     dog, bike, bread = [grain_store(content=c, now=t0).grain for c in FACTS]
     grain_purge(grain_id=dog.pk, reason="test", now=t0)
