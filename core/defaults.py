@@ -66,7 +66,7 @@ SETTINGS: list[Setting] = [
         ("SHORTCUT_WEIGHT", 0.5, "Weight of a new shortcut conduit."),
         ("PROMOTION_THRESHOLD", 3, "Useful feedbacks after which a grain moves to the core decay tier."),
         ("CUE_LEARNING", True, "Useful feedback attaches the query's words that a grain lacks to it as learned cues, searched beside its content (how feedback teaches the search, not only the graph)."),
-        ("CUE_WEIGHT", 0.5, "What a word found in a grain's learned cues counts for in the lexical score, against 1.0 in its content (SQLite; PostgreSQL counts both alike)."),
+        ("CUE_WEIGHT", 0.5, "What a word found in a grain's learned cues counts for in the lexical score, against 1.0 in its content."),
         ("CUE_MAX_TERMS", 24, "Most learned cue words kept per grain; the oldest go first."),
         ("RANKER_RATE", 0.02, "Step of a learned ranker feature weight (length, question, direct hit, match) per pair of a useful and a not-useful grain of one retrieval."),
         ("RANKER_WORD_RATE", 0.05, "Step of the learned weight of a query word per such pair, when one grain of the pair has the word and the other not."),

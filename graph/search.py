@@ -5,7 +5,8 @@ slot in beside SQLite FTS5. Scores are "higher is better" and positive.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from django.db import connection
@@ -80,33 +81,94 @@ class Fts5Search:
         return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
 
 
-# The expression of the GIN index (grains migration 0008), so that the index serves the query.
-_PG_DOCUMENT = "to_tsvector('english', content || ' ' || coalesce(cues, ''))"
+# BM25's term-frequency saturation and length normalisation, the values FTS5 uses.
+K1, B = 1.2, 0.75
+# What FTS5 gives a term in half the grains or more: it still counts, for next to nothing.
+MIN_IDF = 1e-6
+
+# Graph migration 0008 made these: ``fts_doc``, content lexemes with weight A and learned cues' with weight
+# B, positioned; ``fts_length``, a grain's length in tokens; ``grain_fts_size``, the grain count and their
+# total length.
+_PG_STEMS = ("SELECT w, (SELECT lexeme FROM unnest(to_tsvector('english', w)) ORDER BY positions[1] LIMIT 1) "
+             "FROM unnest(%s::text[]) w")
+_PG_SIZE = "SELECT coalesce(sum(grains), 0)::bigint, coalesce(sum(tokens), 0)::bigint FROM grain_fts_size"
+_PG_DOC_FREQ = ("SELECT t.lexeme, (SELECT count(*) FROM grains_grain WHERE fts_doc @@ t.q::tsquery) "
+                "FROM unnest(%s::text[], %s::text[]) t(lexeme, q)")
+# Per matching grain, the sum over the query's lexemes (a repeat counts again, as a repeated phrase does in
+# FTS5) of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)), f counting a cue occurrence CUE_WEIGHT.
+_PG_RANK = f"""
+SELECT g.id, sum(q.idf * f.f * ({K1} + 1) / (f.f + {K1} * (1 - {B} + {B} * g.fts_length / %(avgdl)s))) AS score
+FROM grains_grain g CROSS JOIN LATERAL unnest(g.fts_doc) u
+  JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) q(lexeme, idf) ON q.lexeme = u.lexeme
+  CROSS JOIN LATERAL (SELECT cardinality(array_positions(u.weights, 'A'))
+                             + %(cue_weight)s * cardinality(array_positions(u.weights, 'B')) AS f) f
+WHERE g.fts_doc @@ %(query)s::tsquery AND g.status = ANY(%(statuses)s::text[])
+GROUP BY g.id ORDER BY score DESC, g.id LIMIT %(limit)s"""
 
 
 class PostgresSearch:
-    """PostgreSQL full-text search (english configuration) over content and learned cues, ranked by ts_rank_cd."""
+    """PostgreSQL full-text search (english configuration) over content and learned cues, ranked by BM25.
+
+    Ranks as ``Fts5Search`` does: the same rare terms of the query, stemmed by
+    the english configuration and counted through the GIN index, scored by
+    BM25 as FTS5 computes it (a cue occurrence counting for CUE_WEIGHT of a
+    content one; the grain count and mean length kept exact by triggers), ties
+    broken by id.
+    """
+
+    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0) -> None:
+        self.max_doc_fraction = max_doc_fraction
+        self.min_docs = min_docs
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
-        words = terms(query, max_terms)
-        if not words or not statuses:
-            return []
-        tsquery = " | ".join("'" + w.replace("'", "") + "'" for w in words if w.replace("'", ""))
-        marks = ",".join("%s" for _ in statuses)
-        sql = (
-            f"SELECT id, ts_rank_cd({_PG_DOCUMENT}, q) AS score "
-            "FROM grains_grain, to_tsquery('english', %s) q "
-            f"WHERE {_PG_DOCUMENT} @@ q AND status IN ({marks}) "
-            "ORDER BY score DESC, id DESC LIMIT %s"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [tsquery, *statuses, limit])
-            return [(gid, max(float(score), 1e-9)) for gid, score in cursor.fetchall()]
+        return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
 
     def search_many(
         self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
     ) -> list[list[tuple[int, float]]]:
-        return [self.search(q, limit=limit, statuses=statuses, max_terms=max_terms) for q in queries]
+        word_lists = [terms(q, max_terms=64) for q in queries]
+        if not statuses or not any(word_lists):
+            return [[] for _ in queries]
+        results = []
+        with connection.cursor() as cursor:
+            cursor.execute(_PG_SIZE)
+            grains, tokens = cursor.fetchone()
+            chosen_lists, stems, doc_freq = self._choose(cursor, word_lists, max_terms, grains)
+            params = {"avgdl": tokens / grains if tokens > 0 else 1.0, "cue_weight": float(S("CUE_WEIGHT")),
+                      "statuses": list(statuses), "limit": limit}
+            for chosen in chosen_lists:
+                if not chosen:
+                    results.append([])
+                    continue
+                lexemes = [stems[w] for w in chosen]
+                query = " | ".join(sorted({_tsquery_lexeme(lex) for lex in lexemes}))
+                cursor.execute(_PG_RANK, {**params, "lexemes": lexemes, "query": query,
+                                          "idfs": [_idf(grains, doc_freq[lex]) for lex in lexemes]})
+                results.append([(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()])
+        return results
+
+    def _choose(
+        self, cursor, word_lists: list[list[str]], max_terms: int, total: int,  # noqa: ANN001 - a DB cursor
+    ) -> tuple[list[list[str]], dict[str, str], dict[str, int]]:
+        """The rare terms of each word list, with the stems and document frequencies, looked up once for all."""
+        words = sorted({w for ws in word_lists for w in ws})
+        cursor.execute(_PG_STEMS, [words])
+        stems = {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}  # a stopword has none
+        doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
+        max_docs = max(self.max_doc_fraction * total, self.min_docs)
+        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
+        return chosen, stems, doc_freq
+
+
+def _idf(grains: int, docs: int) -> float:
+    """FTS5's inverse document frequency of a term in ``docs`` of ``grains`` grains, floored at MIN_IDF."""
+    idf = math.log((grains - docs + 0.5) / (docs + 0.5))
+    return idf if idf > 0 else MIN_IDF
+
+
+def _tsquery_lexeme(lexeme: str) -> str:
+    """``lexeme`` quoted as tsquery input, which takes it as it is (not parsed or stemmed again)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class _CommonTerms:
@@ -141,12 +203,29 @@ _common = _CommonTerms()
 
 
 def _doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: ANN001 - a DB cursor
+    """Document frequencies of ``stems`` from the FTS5 vocabulary table; stems it lacks are left out."""
+    def look_up(missing: list[str]) -> dict[str, int]:
+        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(missing))})",
+                       missing)
+        return dict(cursor.fetchall())
+
+    return _cached_doc_freq(stems, total, look_up)
+
+
+def _pg_doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: ANN001 - a DB cursor
+    """Document frequencies of ``stems`` counted through the GIN index; stems no grain has are left out."""
+    def look_up(missing: list[str]) -> dict[str, int]:
+        cursor.execute(_PG_DOC_FREQ, [missing, [_tsquery_lexeme(s) for s in missing]])
+        return {stem: docs for stem, docs in cursor.fetchall() if docs}
+
+    return _cached_doc_freq(stems, total, look_up)
+
+
+def _cached_doc_freq(stems: list[str], total: int, look_up: Callable[[list[str]], dict[str, int]]) -> dict[str, int]:
     freq = _common.known(stems, total)
     missing = [s for s in stems if s not in freq]
     if missing:
-        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(missing))})",
-                       missing)
-        looked_up = dict(cursor.fetchall())
+        looked_up = look_up(missing)
         _common.remember(looked_up, total)
         freq.update(looked_up)
     return freq
@@ -173,8 +252,7 @@ def entry_search(*, max_docs: int | None = None) -> EntrySearch:
     Terms in more grains than ``max_docs`` are not matched; by default the
     limit is COMMON_TERM_FRACTION of the grains, at least COMMON_TERM_MIN_DOCS.
     """
-    if connection.vendor == "postgresql":
-        return PostgresSearch()
+    backend = PostgresSearch if connection.vendor == "postgresql" else Fts5Search
     if max_docs is not None:
-        return Fts5Search(0.0, max_docs)
-    return Fts5Search(S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"))
+        return backend(0.0, max_docs)
+    return backend(S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"))

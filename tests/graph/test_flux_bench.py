@@ -68,9 +68,11 @@ def test_load_benchmark_drives_the_rest_service_with_concurrent_clients(tmp_path
                      data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["clients"] == 3
-    for phase in ("retrieve", "store"):
-        assert result[phase]["answered"] > 3 and result[phase]["failed"] == 0, result[phase]
-        assert result[phase]["per_s"] > 0 and 0 < result[phase]["ms"]["p50"] <= result[phase]["ms"]["p99"]
+    assert result["clients"] == 3 and result["database"] == "sqlite"
+    for phase, run in result["web_workers_1"].items():
+        assert run["answered"] > 3 and run["failed"] == 0, (phase, run)
+        assert run["per_s"] > 0 and 0 < run["ms"]["p50"] <= run["ms"]["p99"]
     bad = flux_bench("--load", "0", data_dir=tmp_path)
     assert bad.returncode != 0 and "--load takes 1 to 64" in bad.stderr and "Traceback" not in bad.stderr
+    sqlite = flux_bench("--load", "2", "--web-workers", "1,2", data_dir=tmp_path)  # SQLite: one writing process
+    assert sqlite.returncode != 0 and "needs DATABASE_URL" in sqlite.stderr and "Traceback" not in sqlite.stderr

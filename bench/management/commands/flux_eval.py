@@ -24,7 +24,7 @@ from bench.instance import temporary_database
 from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, terms
 from graph.models import RELATION_KINDS, Conduit
-from graph.search import Fts5Search
+from graph.search import Fts5Search, PostgresSearch
 from graph.selectors import RETRIEVABLE
 from graph.semantic import semantic_enabled
 from memory.dreaming import dream_run
@@ -192,7 +192,7 @@ def evaluate(samples: list[dict], *, ablate: bool = False, dream: bool = False) 
     graph = organise(now)
     asked = list(questions(samples, set(grain_of)))
     flux = ask(asked, grain_of, now, "asking Flux")
-    bm25, search = Scores(), Fts5Search()
+    bm25, search = Scores(), (PostgresSearch() if connection.vendor == "postgresql" else Fts5Search())
     for q in tqdm(asked, desc="asking plain BM25", unit="q", file=sys.stderr):
         hits = search.search(q.text, limit=10, statuses=RETRIEVABLE, max_terms=S("QUERY_MAX_TERMS"))
         bm25.add([gid for gid, _ in hits], {grain_of[(q.sample, d)] for d in q.evidence}, q.category)

@@ -1,0 +1,82 @@
+"""Entry-point search ranks by BM25 as FTS5 computes it, on SQLite and on PostgreSQL alike."""
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from grains.models import Grain
+from graph.search import entry_search
+from memory.store import grain_store
+
+pytestmark = pytest.mark.django_db
+
+# (content, learned cues). Every word is its own stem in both stemmers, no sentence ends in a stopword, and a
+# grain's length in words is the same to FTS5 and to PostgreSQL, so the scores are BM25's exactly.
+CORPUS = [
+    ("The kettle whistles", None),
+    ("The kettle on the old iron stove whistles every single morning", None),
+    ("Mira waters the garden", None),
+    ("The garden gate squeaks", None),
+    ("Tom digs the garden beds", None),
+    ("An orchid blooms indoors", None),
+    ("The heron waits by the pond", None),
+    ("A grey bird waits by the pond", "heron"),
+    ("Rain falls on the roof", None),
+    ("Snow covers the hills", None),
+]
+
+
+@pytest.fixture
+def corpus(t0, flux_settings) -> list[int]:
+    flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0)
+    ids = [grain_store(content=content, now=t0).grain.pk for content, _ in CORPUS]
+    for pk, (_, cues) in zip(ids, CORPUS, strict=True):
+        if cues:
+            Grain.objects.filter(pk=pk).update(cues=cues)
+    return ids
+
+
+def search(query: str) -> list[tuple[int, float]]:
+    return entry_search().search(query, limit=10, statuses=["active"], max_terms=24)
+
+
+def bm25(query: str, cue_weight: float) -> dict[int, float]:
+    """BM25 of each matching document of CORPUS (by index), as FTS5's bm25() with weights (1, ``cue_weight``)."""
+    docs = [([w.lower() for w in re.findall(r"\w+", c)], (cues or "").split()) for c, cues in CORPUS]
+    avgdl = sum(len(c) + len(k) for c, k in docs) / len(docs)
+    scores: dict[int, float] = {}
+    for word in query.lower().split():
+        n = sum(1 for c, k in docs if word in c or word in k)
+        idf = max(math.log((len(docs) - n + 0.5) / (n + 0.5)), 0.0) or 1e-6
+        for i, (c, k) in enumerate(docs):
+            f = c.count(word) + cue_weight * k.count(word)
+            if f:
+                dl = len(c) + len(k)
+                scores[i] = scores.get(i, 0.0) + idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / avgdl))
+    return scores
+
+
+def test_the_shorter_grain_wins_on_equal_terms(corpus):
+    assert [gid for gid, _ in search("kettle")] == [corpus[0], corpus[1]]
+
+
+def test_a_rare_term_outweighs_a_common_one_and_ties_go_by_id(corpus):
+    assert [gid for gid, _ in search("garden orchid")] == [corpus[5], corpus[2], corpus[3], corpus[4]]
+
+
+def test_a_cue_word_counts_for_cue_weight(corpus, flux_settings):
+    assert [gid for gid, _ in search("heron")] == [corpus[6], corpus[7]]  # CUE_WEIGHT 0.5
+    flux_settings(CUE_WEIGHT=3.0)
+    assert [gid for gid, _ in search("heron")] == [corpus[7], corpus[6]]
+
+
+@pytest.mark.parametrize("query", ["kettle", "garden orchid", "heron", "heron pond kettle"])
+@pytest.mark.parametrize("cue_weight", [0.5, 3.0])
+def test_scores_are_bm25_as_fts5_computes_it(corpus, flux_settings, query, cue_weight):
+    flux_settings(CUE_WEIGHT=cue_weight)
+    expected = {corpus[i]: score for i, score in bm25(query, cue_weight).items()}
+    found = dict(search(query))
+    assert found.keys() == expected.keys()
+    assert all(found[gid] == pytest.approx(score, rel=1e-9) for gid, score in expected.items()), (found, expected)
