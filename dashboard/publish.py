@@ -73,8 +73,9 @@ def _run() -> None:
                 close_old_connections()
                 events = events_describe(list(ActivityEvent.objects.filter(pk__in=ids).order_by("id")))
                 loop.run_until_complete(layer.group_send(GROUP, {"type": "activity.events", "events": events}))
-        except Exception:  # Redis or the database away: the pages read the log back when they reconnect
-            log.exception("sending %d activity events to the dashboards failed", len(ids))
+        except Exception as exc:  # noqa: BLE001 - Redis or the database away: pages read the log when they reconnect
+            log.warning("sending %d activity events to the dashboards failed (%s: %s); open pages get them when "
+                        "they reconnect", len(ids), type(exc).__name__, exc)
         if None in batch:
             while _flushed:
                 _flushed.pop().set()
