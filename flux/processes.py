@@ -61,7 +61,7 @@ def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
         raise InstanceError(f"WEB_WORKERS is {counts[0]}, but several REST processes need PostgreSQL: SQLite lets "
                             "one process write at a time, and each REST process writes through its own queue. Set "
                             "DATABASE_URL to a PostgreSQL database in the environment `flux start` runs in (see "
-                            f"docs/operations.md), or WEB_WORKERS: 1 in {instance.config_file}")
+                            "docs/operations.md), or run one REST process (WEB_WORKERS: 1)")
     return counts[0], counts[1]
 
 
