@@ -8,6 +8,8 @@ same index) keeps its index as it is.
 """
 from django.db import migrations
 
+from core.vendor_sql import run_by_vendor
+
 SQLITE_UP = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS grain_fts USING fts5(content, cues, content='grains_grain', "
     "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
@@ -36,18 +38,10 @@ POSTGRES_UP = ["CREATE INDEX IF NOT EXISTS grain_content_fts ON grains_grain "
 POSTGRES_DOWN = ["DROP INDEX IF EXISTS grain_content_fts"]
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for sql in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("graph", "0005_learned_ranker"), ("grains", "0001_squashed_0008")]
 
     operations = [
-        migrations.RunPython(_run({"sqlite": SQLITE_UP, "postgresql": POSTGRES_UP}),
-                             _run({"sqlite": SQLITE_DOWN, "postgresql": POSTGRES_DOWN})),
+        migrations.RunPython(run_by_vendor({"sqlite": SQLITE_UP, "postgresql": POSTGRES_UP}),
+                             run_by_vendor({"sqlite": SQLITE_DOWN, "postgresql": POSTGRES_DOWN})),
     ]

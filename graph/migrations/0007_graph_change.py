@@ -2,6 +2,8 @@
 PostgreSQL retrieval reads the database)."""
 from django.db import migrations, models
 
+from core.vendor_sql import run_by_vendor
+
 GRAIN_FIELDS = "status, tier, weight, confidence, last_decayed_at, superseded_by, cluster_id, level"
 CONDUIT_FIELDS = "source_id, target_id, kind, directed, weight, created_at, last_decayed_at"
 LOG = "INSERT INTO graph_graphchange (kind, row, token) VALUES"
@@ -21,14 +23,6 @@ SQLITE_DOWN = [f"DROP TRIGGER IF EXISTS graph_change_{table}_{op}" for table in 
                for op in ("insert", "update", "delete")]
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for sql in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("graph", "0006_grain_fulltext")]
 
@@ -42,5 +36,5 @@ class Migration(migrations.Migration):
                 ("token", models.BigIntegerField()),
             ],
         ),
-        migrations.RunPython(_run({"sqlite": SQLITE_UP}), _run({"sqlite": SQLITE_DOWN})),
+        migrations.RunPython(run_by_vendor({"sqlite": SQLITE_UP}), run_by_vendor({"sqlite": SQLITE_DOWN})),
     ]

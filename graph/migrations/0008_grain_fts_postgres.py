@@ -15,6 +15,8 @@ SQLite: nothing (FTS5 keeps its own index).
 """
 from django.db import migrations
 
+from core.vendor_sql import run_by_vendor
+
 DOCUMENT = ("setweight(to_tsvector('english'::regconfig, content), 'A') || "
             "setweight(to_tsvector('english'::regconfig, coalesce(cues, '')), 'B')")
 ADD = "INSERT INTO grain_fts_size (grains, tokens)"
@@ -77,17 +79,9 @@ POSTGRES_DOWN = [
 ]
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for sql in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("graph", "0007_graph_change")]
 
     operations = [
-        migrations.RunPython(_run({"postgresql": POSTGRES_UP}), _run({"postgresql": POSTGRES_DOWN})),
+        migrations.RunPython(run_by_vendor({"postgresql": POSTGRES_UP}), run_by_vendor({"postgresql": POSTGRES_DOWN})),
     ]
