@@ -1,7 +1,12 @@
-"""Row updates by primary key with executemany: bulk_update builds a CASE per row and field, too slow for hot paths."""
+"""Bulk writes for the hot paths (storing, retrieval's bookkeeping, feedback), without the per-value machinery of
+Django's bulk_create and bulk_update: rows updated by primary key with executemany (bulk_update builds a CASE
+per row and field), and new rows inserted with multi-row INSERTs (bulk_create prepares every value of every row
+through its field; here only dates, JSON and choices are adapted, the rest is passed as it is)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import enum
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import connection, models
@@ -22,4 +27,48 @@ def bulk_set(model: type[models.Model], fields: Sequence[str], objects: Iterable
 def _adapt(field: models.Field, value: object) -> object:
     if isinstance(value, datetime):
         return connection.ops.adapt_datetimefield_value(value)
+    return value
+
+
+def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignore_conflicts: bool = False) -> None:
+    """Insert ``objects`` (new, built with the model's constructor so that defaults are set) with multi-row INSERTs;
+    each gets its id (unless ``ignore_conflicts``: rows clashing with a unique constraint are skipped, and ids
+    are not read back, as bulk_create does)."""
+    if not objects:
+        return
+    opts = model._meta
+    fields = [f for f in opts.concrete_fields if not f.primary_key and not f.generated]
+    adapt = [_adapter(f) for f in fields]
+    quote = connection.ops.quote_name
+    head = f"INSERT INTO {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
+    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {quote(opts.pk.column)}"
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    size = max(1, connection.ops.bulk_batch_size(fields, objects))
+    with connection.cursor() as cursor:
+        for start in range(0, len(objects), size):
+            chunk = objects[start:start + size]
+            params = [a(getattr(obj, f.attname)) for obj in chunk for f, a in zip(fields, adapt, strict=True)]
+            cursor.execute(head + ", ".join([row] * len(chunk)) + tail, params)
+            if not ignore_conflicts:
+                for obj, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
+                    obj.pk = pk
+            for obj in chunk:
+                obj._state.adding, obj._state.db = False, connection.alias
+
+
+def _adapter(field: models.Field) -> Callable[[object], object]:
+    """How a value of ``field`` goes to the database driver: most as they are."""
+    if isinstance(field, models.JSONField):
+        return lambda value: field.get_db_prep_save(value, connection)
+    if isinstance(field, models.DateTimeField):  # the rows of one write mostly share their times: adapted once
+        return functools.lru_cache(maxsize=64)(
+            lambda value: None if value is None else connection.ops.adapt_datetimefield_value(value))
+    if isinstance(field, models.DateField):
+        return lambda value: None if value is None else connection.ops.adapt_datefield_value(value)
+    if field.choices:
+        return lambda value: value.value if isinstance(value, enum.Enum) else value
+    return _same
+
+
+def _same(value: object) -> object:
     return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from core.bulk import bulk_insert
 from grains.models import ActivityEvent
 
 _listeners: list[Callable[[list[int]], None]] = []
@@ -22,8 +23,9 @@ def activity_record(kind: str, payload: dict, *, now: datetime) -> None:
 
 
 def activity_record_many(rows: list[tuple[str, dict]], *, now: datetime) -> None:
-    made = ActivityEvent.objects.bulk_create([ActivityEvent(kind=k, payload=p, created_at=now) for k, p in rows])
-    _heard([e.pk for e in made if e.pk is not None])
+    made = [ActivityEvent(kind=k, payload=p, created_at=now) for k, p in rows]
+    bulk_insert(ActivityEvent, made)
+    _heard([e.pk for e in made])
 
 
 def _heard(ids: list[int]) -> None:

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from django.db.models import F
 
+from core.bulk import bulk_insert
 from core.conf import flux_setting as S
 from core.errors import InvalidInput, Tombstoned
 from core.validate import iso_datetime
@@ -176,13 +177,13 @@ def grains_create(items: list[StoreItem], caller: Caller, now: datetime, single:
         plan.append((grain, True))
     if restored:
         Tombstone.objects.filter(content_hash__in=restored).delete()
-    Grain.objects.bulk_create(new)
+    bulk_insert(Grain, new)
     for restored_hash, tomb in restored.items():
         audit_record(actor=str(caller), action="restore_by_store", grain_id=known[restored_hash].pk, now=now,
                      reason=f"stored again with restore by {caller}", before={"tombstone_id": tomb.pk,
                      "forgotten_grain_id": tomb.grain_id, "content_hash": restored_hash}, after={"new_grain": True})
-    ConfidenceEvent.objects.bulk_create([ConfidenceEvent(grain=g, confidence=g.confidence,
-                                                         reason=f"prior:{g.provenance}", created_at=now) for g in new])
+    bulk_insert(ConfidenceEvent, [ConfidenceEvent(grain=g, confidence=g.confidence, reason=f"prior:{g.provenance}",
+                                                  created_at=now) for g in new])
     return Created(new, plan, frozenset(restored))
 
 
