@@ -68,7 +68,7 @@ def test_two_rest_processes_a_dashboard_and_two_workers_share_only_postgresql_an
     with ExitStack() as stack:
         url, redis = stack.enter_context(postgres_server()), stack.enter_context(redis_server())
         env = {"DATABASE_URL": url, "REDIS_URL": redis, "RATE_RETRIEVE": "8/m", "HEALTH_INTERVAL_SECONDS": "1",
-               "BEAT_LEASE_SECONDS": "3", "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
+               "BEAT_LEASE_SECONDS": "6", "FEEDBACK_ENFORCEMENT_ENABLED": "false"}
         a, _ = stack.enter_context(flux_server(tmp_path / "a", **env))
         b, _ = stack.enter_context(flux_server(tmp_path / "b", **env))
         board, _ = stack.enter_context(dashboard_server(tmp_path / "board", **env))
