@@ -1,13 +1,11 @@
 """A throwaway database for evaluations and benchmarks, migrated from scratch."""
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from django.conf import settings
 from django.core.management import call_command
@@ -19,7 +17,6 @@ def temporary_database() -> Iterator[Path]:
     """Point the default database, and the data folder beside it, at new temporary ones for the duration (so a
     service started on that folder finds what this process left there, e.g. the vector index): a SQLite file
     in the folder, or with DATABASE_URL a new database on the same PostgreSQL server, dropped afterwards.
-    ``FLUX_BENCH_DATABASE_URL`` in the environment names it for the services a benchmark starts.
 
     Works the way Django's test runner swaps in a test database.
     """
@@ -36,7 +33,6 @@ def temporary_database() -> Iterator[Path]:
         conn.close()
         conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = name
         settings.DATA_DIR = Path(folder)
-        os.environ[BENCH_DATABASE_ENV] = _url(conn.settings_dict) if conn.vendor == "postgresql" else ""
         try:
             call_command("migrate", verbosity=0, interactive=False)
             yield path
@@ -44,16 +40,6 @@ def temporary_database() -> Iterator[Path]:
             conn.close()
             conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = original
             settings.DATA_DIR = data_dir
-            os.environ.pop(BENCH_DATABASE_ENV, None)
             if conn.vendor == "postgresql":
                 with conn.cursor() as cursor:
                     cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-BENCH_DATABASE_ENV = "FLUX_BENCH_DATABASE_URL"
-
-
-def _url(entry: dict) -> str:
-    user = quote(entry["USER"] or "") + (f":{quote(entry['PASSWORD'])}" if entry["PASSWORD"] else "")
-    port = f":{entry['PORT']}" if entry["PORT"] else ""
-    return f"postgres://{user}{'@' if user else ''}{entry['HOST']}{port}/{quote(entry['NAME'])}"

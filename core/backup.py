@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
+from core.env import postgres_url
+
 BACKUP_DIR = "backups"
 DAILY_PREFIX = "flux-daily-"
 
@@ -160,9 +162,7 @@ def postgres_restore(path: Path) -> None:
 
 def _pg_url() -> str:
     """The database's URL without its password (which goes in PGPASSWORD, never on a command line)."""
-    db = settings.DATABASES["default"]
-    user = f"{db['USER']}@" if db.get("USER") else ""
-    return f"postgresql://{user}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    return postgres_url(settings.DATABASES["default"], with_password=False)
 
 
 def _pg_tool(name: str) -> str:

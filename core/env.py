@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 from core.defaults import CHOICES
 
@@ -59,6 +59,16 @@ def env_str(name: str, default: str) -> str:
 
 
 POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
+
+
+def postgres_url(entry: dict, *, with_password: bool) -> str:
+    """The postgresql:// URL of a PostgreSQL DATABASES entry (what ``database_from_url`` reads); without the
+    password unless asked (a command line shows it: it goes in PGPASSWORD there)."""
+    user = quote(entry.get("USER") or "")
+    if user and with_password and entry.get("PASSWORD"):
+        user += ":" + quote(entry["PASSWORD"])
+    return (f"postgresql://{user}{'@' if user else ''}{entry.get('HOST') or '127.0.0.1'}:{entry.get('PORT') or 5432}"
+            f"/{quote(entry['NAME'])}")
 
 
 def database_from_url(url: str) -> dict[str, object]:

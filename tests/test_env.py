@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from core.defaults import SETTINGS
-from core.env import SettingError, database_from_url, env_value, parse_value
+from core.env import SettingError, database_from_url, env_value, parse_value, postgres_url
 
 
 def test_values_parse_as_the_type_of_their_default():
@@ -31,6 +31,9 @@ def test_database_url_selects_postgres_or_sqlite():
     assert database_from_url("sqlite:////tmp/x.sqlite3")["NAME"] == "/tmp/x.sqlite3"
     with pytest.raises(SettingError, match="unsupported scheme"):
         database_from_url("mysql://x/y")
+    # and back: the URL a service or a PostgreSQL tool is given for that entry, the password only when asked
+    assert database_from_url(postgres_url(pg, with_password=True)) == pg
+    assert postgres_url(pg, with_password=False) == "postgresql://u@127.0.0.1:5433/flux"
 
 
 def test_every_setting_has_a_description_and_a_unique_name():

@@ -23,9 +23,10 @@ from django.db import connection
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.instance import BENCH_DATABASE_ENV, temporary_database
+from bench.instance import temporary_database
 from bench.synthetic import Corpus
 from core.conf import flux_setting as S
+from core.env import postgres_url
 from core.net import free_port, wait_for_http
 from graph.search import Fts5Search, entry_search
 from graph.selectors import RETRIEVABLE
@@ -333,8 +334,8 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
     added to its environment; ``processes`` of them share the port (as WEB_WORKERS does); yields its base URL."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false", **(env or {})}
-    if env.get(BENCH_DATABASE_ENV):
-        env["DATABASE_URL"] = env[BENCH_DATABASE_ENV]
+    if connection.vendor == "postgresql":  # the benchmark's temporary database, on the server of DATABASE_URL
+        env["DATABASE_URL"] = postgres_url(connection.settings_dict, with_password=True)
     env.pop("DJANGO_SETTINGS_MODULE", None)
     shared = ["--reuse-port"] if processes > 1 else []
     procs = [subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), *shared,
