@@ -7,7 +7,6 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 
 from django.db import connection, models
 
@@ -18,16 +17,11 @@ def bulk_set(model: type[models.Model], fields: Sequence[str], objects: Iterable
     columns = [model._meta.get_field(f) for f in fields]
     assignments = ", ".join(f"{connection.ops.quote_name(c.column)} = %s" for c in columns)
     sql = f"UPDATE {connection.ops.quote_name(table)} SET {assignments} WHERE id = %s"
-    rows = [[_adapt(c, getattr(obj, c.attname)) for c in columns] + [obj.pk] for obj in objects]
+    adapt = [_adapter(c) for c in columns]
+    rows = [[a(getattr(obj, c.attname)) for c, a in zip(columns, adapt, strict=True)] + [obj.pk] for obj in objects]
     if rows:
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)
-
-
-def _adapt(field: models.Field, value: object) -> object:
-    if isinstance(value, datetime):
-        return connection.ops.adapt_datetimefield_value(value)
-    return value
 
 
 def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignore_conflicts: bool = False) -> None:

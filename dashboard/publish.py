@@ -25,6 +25,7 @@ FLUSH_SECONDS = 2.0  # at exit, how long to wait for what is queued to be sent
 _queue: queue.Queue[list[int] | None] = queue.Queue()
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
+_flushed: list[threading.Event] = []  # set once what was queued before them is sent
 
 
 def publish_soon(ids: list[int]) -> None:
@@ -39,7 +40,6 @@ def _put(ids: list[int]) -> None:
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_run, name="flux-activity-publish", daemon=True)
             _thread.start()
-            atexit.register(publish_flush)
     _queue.put(ids)
 
 
@@ -53,7 +53,7 @@ def publish_flush(timeout: float = FLUSH_SECONDS) -> None:
     done.wait(timeout)
 
 
-_flushed: list[threading.Event] = []
+atexit.register(publish_flush)  # nothing to wait for unless the thread runs
 
 
 def _run() -> None:

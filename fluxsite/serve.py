@@ -85,8 +85,8 @@ def _refusal(argv: list[str]) -> str | None:
 
 
 def _shared_port(argv: list[str]) -> list[str]:
-    """``-b HOST -p PORT --reuse-port`` replaced by ``--fd N``: a socket bound with SO_REUSEPORT, inherited by
-    daphne (twisted adopts it)."""
+    """``-b HOST -p PORT --reuse-port`` replaced by an endpoint on a socket bound here with SO_REUSEPORT, which
+    daphne's twisted adopts in this process."""
     argv = list(argv)
     argv.remove("--reuse-port")
     host, port = argv[argv.index("-b") + 1], int(argv[argv.index("-p") + 1])
@@ -96,7 +96,6 @@ def _shared_port(argv: list[str]) -> list[str]:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     listener.bind((host, port))
     listener.listen(1024)
-    listener.set_inheritable(True)
     _LISTENERS.append(listener)  # open for the life of the process
     for flag in ("-b", "-p"):
         at = argv.index(flag)
