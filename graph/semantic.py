@@ -358,14 +358,33 @@ def embed_soon(write: Callable) -> None:
         _embedder.soon(write)
 
 
+@functools.lru_cache(maxsize=64)
+def _query_vector(query: str) -> Any:
+    """A query's unit vector (cached: the entry search and the ranker of one retrieval both need it)."""
+    vector = _encoder.encode([query])[0]
+    vector.setflags(write=False)
+    return vector
+
+
 def semantic_search(query: str, *, limit: int, statuses: Sequence[str]) -> list[int]:
     """Grains with one of ``statuses`` nearest in meaning to ``query``, nearest first (empty when off)."""
     if limit <= 0 or not statuses or not semantic_enabled():
         return []
-    near = _index.nearest(_encoder.encode([query])[0], 3 * limit)
+    near = _index.nearest(_query_vector(query), 3 * limit)
     keep = set(Grain.objects.filter(pk__in=[gid for gid, _ in near], status__in=statuses)
                .values_list("pk", flat=True))
     return [gid for gid, _ in near if gid in keep][:limit]
+
+
+def semantic_similarities(query: str, ids: Sequence[int]) -> dict[int, float]:
+    """The cosine similarity of ``query`` to each grain of ``ids`` that has a vector (empty when off)."""
+    if not ids or not semantic_enabled():
+        return {}
+    import numpy as np
+
+    query_vector = _query_vector(query)
+    rows = GrainVector.objects.filter(grain_id__in=list(ids), model=MODEL).values_list("grain_id", "vector")
+    return {gid: round(float(np.frombuffer(vector, dtype=np.float32) @ query_vector), 6) for gid, vector in rows}
 
 
 def embed_missing(*, batch_size: int = 256, progress: bool = False,

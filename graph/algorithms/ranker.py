@@ -6,10 +6,14 @@ by a linear model over a handful of generic features of a grain and its match:
     score = log(signal score / best score in the window) + sum(w_f * x_f) + sum(w_word)
 
 where the features ``x_f`` are the grain's length (log word count), whether it
-is a question, whether it was a direct lexical hit, and its match strength
-(the log score ratio again, so the model can sharpen or soften it), and the
-last sum runs over the query's words that the grain contains. All weights
-start at 0: until feedback has taught it something the ranker changes nothing.
+is a question, whether it was a direct lexical hit, its match strength (the
+log score ratio again, so the model can sharpen or soften it), whether it
+places something in time when the query asks when, whether its speaker is
+someone the query names, its similarity in meaning to the query (when the
+semantic entry is on) and whether its speaker speaks of themselves ("I", "my",
+"we"); the last sum runs over the query's words that the grain contains. All
+weights start at 0: until feedback has taught it something the ranker changes
+nothing.
 
 Each pair of one useful and one not-useful grain of the same retrieval moves
 the weights by a damped logistic (RankNet-style) step towards ranking the
@@ -22,12 +26,13 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from graph.algorithms.text import terms, word_count
+from graph.algorithms.text import all_words, terms
 
-FEATURES = ("length", "question", "entry", "match")
+FEATURES = ("length", "question", "entry", "match", "when", "speaker", "meaning", "self")
 WORD_KEY = "word:"  # prefix of a query word's learned weight
 FEATURE_KEY = "feature:"
 
@@ -40,30 +45,60 @@ def word_key(word: str) -> str:
     return WORD_KEY + word
 
 
+# A question about time ("When did ...", "What year ...", "How long ago ...") and the words that place a
+# statement in time; fixed alternatives and a word set, so both run in linear time.
+_ASKS_WHEN = re.compile(r"\b(?:when|what (?:year|month|day|date|time|week)|which (?:year|month|day)|how long)\b")
+TIME_WORDS = frozenset(
+    """yesterday today tonight tomorrow ago last next recently lately earlier soon weekend week weeks month
+    months year years morning afternoon evening night summer winter spring autumn fall monday tuesday
+    wednesday thursday friday saturday sunday january february april june july august september october
+    november december""".split()
+)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks about a time."""
+    return _ASKS_WHEN.search(query.lower()) is not None
+
+
 def query_words(query: str) -> list[str]:
     """The words of a query whose presence in a grain the ranker weighs."""
     return terms(query, max_terms=64)
 
 
+_SELF = frozenset("i i'm i've i'd i'll me my mine myself we we're we've our ours".split())
+
+
 @functools.lru_cache(maxsize=8192)
-def _content_view(content: str) -> tuple[frozenset[str], float, float]:
-    """A content's words, length feature and question feature (cached: the same grains come back often)."""
-    return (frozenset(terms(content, max_terms=100_000)), round(math.log1p(word_count(content)), 6),
-            1.0 if content.rstrip().endswith("?") else 0.0)
+def _content_view(content: str) -> tuple[frozenset[str], float, float, bool, bool]:
+    """A content's words, length feature, question feature, whether it speaks of a time and whether its speaker
+    speaks of themselves (cached: the same grains come back often)."""
+    words, every = frozenset(terms(content, max_terms=100_000)), all_words(content)
+    timed = not TIME_WORDS.isdisjoint(words) or _YEAR.search(content) is not None
+    return (words, round(math.log1p(len(every)), 6), 1.0 if content.rstrip().endswith("?") else 0.0,
+            timed, not _SELF.isdisjoint(every))
 
 
-def grain_features(*, content: str, query_words: Iterable[str], hops: int, score: float, best: float) -> dict:
+def grain_features(*, content: str, query_words: Iterable[str], hops: int, score: float, best: float,
+                   when: bool = False, spoken: bool = False, meaning: float = 0.0) -> dict:
     """The ranker's view of one grain of a retrieval (JSON-ready, kept with the trace for learning).
 
     Its words are the query's words its content states; learned cues are left out, so that the words a
     grain was found useful for do not bring it the weight of the words its competitors were let down by.
+    ``when``: the query asks about a time; ``spoken``: the grain's speaker is someone the query names;
+    ``meaning``: the cosine similarity of the grain's vector to the query's (0 without one).
     """
-    have, length, question = _content_view(content)
+    have, length, question, timed, own = _content_view(content)
     return {
         "length": length,
         "question": question,
         "entry": 1.0 if hops == 0 else 0.0,
         "match": round(math.log(max(score, 1e-12) / best), 6) if best > 0 else 0.0,
+        "when": 1.0 if when and timed else 0.0,
+        "speaker": 1.0 if spoken else 0.0,
+        "meaning": meaning,
+        "self": 1.0 if own else 0.0,
         "words": sorted(w for w in set(query_words) if w in have),
     }
 

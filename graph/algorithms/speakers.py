@@ -18,8 +18,15 @@ def named(query: str) -> frozenset[str]:
     return frozenset(_CAPITALISED.findall(query))
 
 
+def spoken_by(speakers: Mapping[int, str | None], people: frozenset[str]) -> set[int]:
+    """The grains whose speaker has a word among ``people``."""
+    if not people:
+        return set()
+    return {gid for gid, speaker in speakers.items() if speaker and people.intersection(speaker.split())}
+
+
 def speaker_factors(speakers: Mapping[int, str | None], people: frozenset[str], boost: float) -> dict[int, float]:
     """``boost`` for each grain whose speaker has a word among ``people``; the others are left out (1.0)."""
-    if not people or boost == 1.0:
+    if boost == 1.0:
         return {}
-    return {gid: boost for gid, speaker in speakers.items() if speaker and people.intersection(speaker.split())}
+    return dict.fromkeys(spoken_by(speakers, people), boost)

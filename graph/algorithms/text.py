@@ -37,6 +37,11 @@ def terms(text: str, max_terms: int) -> list[str]:
     return [w for w in seen if w]
 
 
+def all_words(text: str) -> list[str]:
+    """Every word of ``text``, lower-cased, function words included."""
+    return _WORD.findall(text.lower())
+
+
 def word_count(text: str) -> int:
     """How many words ``text`` has, function words included."""
     return len(_WORD.findall(text))

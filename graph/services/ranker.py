@@ -8,8 +8,18 @@ from datetime import datetime
 from core.conf import flux_setting as S
 from grains.models import Grain
 from graph.algorithms.propagation import Activation, Ranked, RankInput, rank
-from graph.algorithms.ranker import RankerSteps, adjustment, grain_features, pair_updates, query_words, weight_keys
+from graph.algorithms.ranker import (
+    RankerSteps,
+    adjustment,
+    asks_when,
+    grain_features,
+    pair_updates,
+    query_words,
+    weight_keys,
+)
+from graph.algorithms.speakers import named, spoken_by
 from graph.models import RankerWeight, TraceItem
+from graph.semantic import semantic_similarities
 
 
 def ranker_weights(keys: list[str]) -> dict[str, float]:
@@ -30,10 +40,14 @@ def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activatio
         return ranked[:limit], {}
     words = query_words(query)
     texts = dict(Grain.objects.filter(pk__in=[r.activation.grain_id for r in ranked]).values_list("id", "content"))
-    best = ranked[0].score
-    features = {r.activation.grain_id: grain_features(content=texts[r.activation.grain_id], query_words=words,
-                                                      hops=r.activation.hops, score=r.score, best=best)
-                for r in ranked if r.activation.grain_id in texts}
+    best, when = ranked[0].score, asks_when(query)
+    meaning = semantic_similarities(query, list(texts))
+    spoken = spoken_by({r.activation.grain_id: inputs[r.activation.grain_id].speaker for r in ranked
+                        if r.activation.grain_id in inputs}, named(query))
+    features = {r.activation.grain_id: grain_features(
+        content=texts[r.activation.grain_id], query_words=words, hops=r.activation.hops, score=r.score, best=best,
+        when=when, spoken=r.activation.grain_id in spoken, meaning=meaning.get(r.activation.grain_id, 0.0))
+        for r in ranked if r.activation.grain_id in texts}
     weights = ranker_weights(weight_keys(words))
     if not any(weights.values()):
         return ranked[:limit], features

@@ -5,7 +5,15 @@ import math
 
 import pytest
 
-from graph.algorithms.ranker import RankerSteps, adjustment, grain_features, learned_score, pair_updates, query_words
+from graph.algorithms.ranker import (
+    RankerSteps,
+    adjustment,
+    asks_when,
+    grain_features,
+    learned_score,
+    pair_updates,
+    query_words,
+)
 from graph.models import RankerWeight, TraceItem
 from graph.services import feedback_record, grain_retrieve
 from memory.store import grain_store
@@ -14,8 +22,9 @@ STEPS = RankerSteps(rate=0.1, word_rate=0.2, bound=1.0, min_match=-0.5)
 
 
 def features(content: str, query: str = "Where does Ana ride her horse?", hops: int = 0, score: float = 1.0,
-             best: float = 1.0) -> dict:
-    return grain_features(content=content, query_words=query_words(query), hops=hops, score=score, best=best)
+             best: float = 1.0, **more: object) -> dict:
+    return grain_features(content=content, query_words=query_words(query), hops=hops, score=score, best=best,
+                          **more)
 
 
 def test_features_of_a_grain_and_its_match():
@@ -23,6 +32,24 @@ def test_features_of_a_grain_and_its_match():
     assert f["question"] == 1.0 and f["entry"] == 0.0
     assert f["length"] == pytest.approx(math.log1p(4)) and f["match"] == pytest.approx(math.log(0.25))
     assert f["words"] == ["ana", "ride"]  # the query's words the content states
+
+
+def test_a_question_about_time_marks_the_grains_that_place_something_in_time():
+    assert asks_when("When did Ana buy her horse?") and asks_when("What year did she move?")
+    assert asks_when("How long has Ana ridden?") and not asks_when("Where does Ana ride her horse?")
+    assert not asks_when("Whenever Ana rides, who comes?")  # a word that only starts like one
+    timed = ("Ana: I bought him last spring.", "Ana: We moved in 2019.", "Ana: I rode yesterday!")
+    assert all(features(c, when=True)["when"] == 1.0 for c in timed)
+    assert features("Ana: I bought him from a farmer.", when=True)["when"] == 0.0  # nothing about time
+    assert features(timed[0], when=False)["when"] == 0.0  # the query does not ask when
+
+
+def test_the_speaker_self_and_meaning_features():
+    f = features("Ana: My horse is called Comet.", spoken=True, meaning=0.42)
+    assert f["speaker"] == 1.0 and f["self"] == 1.0 and f["meaning"] == 0.42
+    f = features("Jon: That horse looks fast.")
+    assert f["speaker"] == 0.0 and f["self"] == 0.0 and f["meaning"] == 0.0
+    assert features("Jon: Mine is older, we've had him for years.")["self"] == 1.0
 
 
 def test_nothing_learned_changes_nothing():
@@ -101,3 +128,20 @@ def test_a_useful_grain_ranks_at_least_as_high_for_the_same_query_next_time(stab
     for g in first.grains:
         feedback_record(trace_id=first.trace_id, grain_id=g.id, useful=g.id == target, now=t0)
     assert ids(grain_retrieve(query=query, limit=5, now=t0)).index(target) <= ids(first).index(target)
+
+
+@pytest.mark.django_db
+def test_feedback_on_a_when_question_teaches_that_times_answer_when_questions(t0, flux_settings):
+    flux_settings(STORE_LINK_NEIGHBOURS=0, CONTEXT_LINKS=0, RANKER_RATE=0.5, SPEAKER_BOOST=1.0, SEMANTIC_ENTRY="off")
+    bought = {c: grain_store(content=c, now=t0).grain.pk for c in
+              ("Ana bought the saddle last week at the market.", "Ana bought the saddle at the market by the river.")}
+    painted = {c: grain_store(content=c, now=t0).grain.pk for c in
+               ("Jon painted the fence yesterday with Ana.", "Jon painted the fence slowly with Ana.")}
+    timed, untimed = painted.values()
+    other = "When did Jon paint the fence?"
+    assert ids(grain_retrieve(query=other, limit=2, now=t0)) == [untimed, timed]  # a tie: the newer first
+    first = grain_retrieve(query="When did Ana buy the saddle?", limit=2, now=t0)
+    for g in first.grains:
+        feedback_record(trace_id=first.trace_id, grain_id=g.id, useful=g.id == list(bought.values())[0], now=t0)
+    assert RankerWeight.objects.get(key="feature:when").weight > 0
+    assert ids(grain_retrieve(query=other, limit=2, now=t0)) == [timed, untimed]

@@ -10,7 +10,7 @@ from django.db import connection
 from grains.models import ActivityEvent
 from graph import semantic
 from graph.algorithms.vectors import ApproximateIndex
-from graph.models import GrainVector
+from graph.models import GrainVector, TraceItem
 from graph.services import grain_retrieve
 from memory.forgetting import grain_purge
 from memory.store import grain_store
@@ -46,6 +46,16 @@ def test_stored_grains_get_vectors_and_a_query_in_other_words_finds_them(semanti
     assert ids(grain_retrieve(query="cycling repairs", limit=1, now=t0)) == [grains[1].pk]
     semantic_on(SEMANTIC_ENTRY="off")
     assert ids(grain_retrieve(query="canine pet", now=t0)) == []  # no word in common
+
+
+def test_the_similarity_of_a_query_to_grains_is_what_the_ranker_weighs(semantic_on, t0):
+    dog, bike, _ = (grain_store(content=c, now=t0).grain.pk for c in FACTS)
+    near = semantic.semantic_similarities("canine pet", [dog, bike, 999_999])
+    assert set(near) == {dog, bike} and 0 < near[bike] < near[dog] <= 1.0  # a grain with no vector is left out
+    first = grain_retrieve(query="greyhound", limit=1, now=t0)
+    assert TraceItem.objects.get(trace_id=first.trace_id).features["meaning"] > 0.3
+    semantic_on(SEMANTIC_ENTRY="off")
+    assert semantic.semantic_similarities("canine pet", [dog, bike]) == {}
 
 
 def test_grains_stored_later_are_found_by_the_same_process(semantic_on, t0):
