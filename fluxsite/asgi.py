@@ -5,7 +5,31 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
-application = get_asgi_application()
+admin = get_asgi_application()
+
+from django.conf import settings  # noqa: E402 - after Django is set up
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+
+
+class _ApiHandler(ASGIHandler):
+    """Django's ASGI handler with the API's middleware chain (settings.API_MIDDLEWARE) instead of the admin's."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        full = settings.MIDDLEWARE
+        settings.MIDDLEWARE = settings.API_MIDDLEWARE  # read by the base class, once, at start
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = full
+
+
+api = _ApiHandler()
+
+
+async def application(scope: dict, receive: object, send: object) -> None:
+    """The admin (and anything not HTTP) through the full middleware chain, every API call through the API's."""
+    lighter = scope["type"] == "http" and not scope["path"].startswith(settings.ADMIN_PATH)
+    await (api if lighter else admin)(scope, receive, send)
 
 from core.booth import get_booth  # noqa: E402 - after Django is set up
 from memory.retrieval import retrieval_warm_up  # noqa: E402

@@ -56,13 +56,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "fluxsite.middleware.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "fluxsite.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "fluxsite.middleware.XFrameOptionsMiddleware",
 ]
 
 # The dashboard listener (fluxsite.dashboard_asgi) serves its own, read-only URLs; every other process the REST API.
@@ -70,8 +70,13 @@ DASHBOARD_LISTENER = env_str("FLUX_LISTENER", "") == "dashboard"
 ROOT_URLCONF = "dashboard.urls" if DASHBOARD_LISTENER else "fluxsite.urls"
 if DASHBOARD_LISTENER:  # a viewer beyond this machine needs the viewing token (dashboard/access.py); read-only
     MIDDLEWARE = ["dashboard.access.ViewerMiddleware", "dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
-else:  # body size, JSON-only writes from no foreign web page, API keys (fluxsite/middleware.py)
+else:  # body size, JSON-only writes from no foreign web page, API keys (api/middleware.py)
     MIDDLEWARE = ["api.middleware.RestGateMiddleware", *MIDDLEWARE]
+# Under ASGI the REST listener serves its API through this lighter chain: sessions, CSRF, logins and messages
+# belong to the admin (ADMIN_PATH, the full chain); an API call is identified by its key, its views are
+# csrf-exempt, and each of those sync middleware would cost it two thread hops (fluxsite/asgi.py).
+API_MIDDLEWARE = [m for m in MIDDLEWARE if not m.startswith("django.")]
+ADMIN_PATH = "/admin"
 ASGI_APPLICATION = "fluxsite.asgi.application"
 WSGI_APPLICATION = "fluxsite.wsgi.application"
 

@@ -203,6 +203,20 @@ def test_reserved_identities_are_refused_from_outside(rest):
         assert status == 403 and answer["error"]["code"] == "reserved_identity"
 
 
+def test_the_api_keeps_its_security_headers_and_the_admin_its_sessions_and_csrf(rest):
+    """Under ASGI the API answers through a lighter middleware chain (fluxsite/asgi.py) than the admin's."""
+    base = rest[0]
+    status, _, headers = call(f"{base}/retrieve", {"query": "anything"}, headers=caller("headers"))
+    assert status == 200 and headers["X-Content-Type-Options"] == "nosniff" and headers["X-Frame-Options"] == "DENY"
+    assert headers["Referrer-Policy"] == "same-origin" and "Set-Cookie" not in headers
+    status, _, headers = call(f"{base}/admin/login/")
+    assert status == 200 and "csrftoken=" in headers["Set-Cookie"] and headers["X-Frame-Options"] == "DENY"
+    status, _, _ = call(f"{base}/admin/login/", b"username=x&password=y", method="POST",
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 403  # no CSRF token: the admin's chain still checks it
+    assert call(f"{base}/admin", method="GET")[0] == 301  # the admin's paths, slash or not, keep the full chain
+
+
 # --- 6. no cross-site writes; one dream run at a time ----------------------------------------------------------
 
 def test_writes_need_json_and_refuse_a_foreign_origin(rest):
