@@ -8,7 +8,7 @@ compared with each grain's speaker, word by word.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w-]*")  # "Ana's" names Ana
 
@@ -25,8 +25,8 @@ def spoken_by(speakers: Mapping[int, str | None], people: frozenset[str]) -> set
     return {gid for gid, speaker in speakers.items() if speaker and people.intersection(speaker.split())}
 
 
-def speaker_factors(speakers: Mapping[int, str | None], people: frozenset[str], boost: float) -> dict[int, float]:
-    """``boost`` for each grain whose speaker has a word among ``people``; the others are left out (1.0)."""
+def speaker_factors(spoken: Iterable[int], boost: float) -> dict[int, float]:
+    """``boost`` for each grain of ``spoken`` (see spoken_by); the others are left out (1.0)."""
     if boost == 1.0:
         return {}
-    return dict.fromkeys(spoken_by(speakers, people), boost)
+    return dict.fromkeys(spoken, boost)

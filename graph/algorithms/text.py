@@ -42,10 +42,6 @@ def all_words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def word_count(text: str) -> int:
-    """How many words ``text`` has, function words included."""
-    return len(_WORD.findall(text))
-
 
 def fts5_or(words: list[str]) -> str:
     """An FTS5 MATCH expression OR-ing ``words``, each quoted so no query syntax survives."""

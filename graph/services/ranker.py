@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from core.conf import flux_setting as S
@@ -17,7 +17,6 @@ from graph.algorithms.ranker import (
     query_words,
     weight_keys,
 )
-from graph.algorithms.speakers import named, spoken_by
 from graph.models import RankerWeight, TraceItem
 from graph.semantic import semantic_similarities
 
@@ -29,10 +28,12 @@ def ranker_weights(keys: list[str]) -> dict[str, float]:
 
 def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activation], inputs: Mapping[int, RankInput],
                   limit: int, superseded_factor: float,
-                  factors: Mapping[int, float] | None = None) -> tuple[list[Ranked], dict[int, dict]]:
+                  factors: Mapping[int, float] | None = None,
+                  spoken: Collection[int] = ()) -> tuple[list[Ranked], dict[int, dict]]:
     """The best ``limit`` of ``ranked`` (the RERANK_WINDOW best by signal, already scaled by ``factors``) once
     the learned weights have re-scored them, and what the ranker saw of each (kept with the trace, to learn
-    from its feedback). ``factors`` (e.g. the speaker boost) still apply after the learned ones.
+    from its feedback). ``factors`` (e.g. the speaker boost) still apply after the learned ones; ``spoken``:
+    the grains whose speaker the query names.
 
     Two reads: the window's contents and the weights of the query's words and the features.
     """
@@ -42,8 +43,6 @@ def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activatio
     texts = dict(Grain.objects.filter(pk__in=[r.activation.grain_id for r in ranked]).values_list("id", "content"))
     best, when = ranked[0].score, asks_when(query)
     meaning = semantic_similarities(query, list(texts))
-    spoken = spoken_by({r.activation.grain_id: inputs[r.activation.grain_id].speaker for r in ranked
-                        if r.activation.grain_id in inputs}, named(query))
     features = {r.activation.grain_id: grain_features(
         content=texts[r.activation.grain_id], query_words=words, hops=r.activation.hops, score=r.score, best=best,
         when=when, spoken=r.activation.grain_id in spoken, meaning=meaning.get(r.activation.grain_id, 0.0))

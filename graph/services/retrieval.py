@@ -22,7 +22,7 @@ from grains.selectors import successors_resolve
 from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.mirror import GraphMirror
 from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
-from graph.algorithms.speakers import named, speaker_factors
+from graph.algorithms.speakers import named, speaker_factors, spoken_by
 from graph.algorithms.when import date_spans
 from graph.mirror import mirrors
 from graph.models import ConduitKind, Trace, TraceItem
@@ -168,10 +168,11 @@ def grain_retrieve(
                                           view=view)
     factor = S("SUPERSEDED_RANK_FACTOR")
     grains_only = {g: i for g, i in inputs.items() if i.level == 0}
-    spoken = speaker_factors({g: i.speaker for g, i in grains_only.items()}, named(query), S("SPEAKER_BOOST"))
+    spoken = spoken_by({g: i.speaker for g, i in grains_only.items()}, named(query))
+    boosted = speaker_factors(spoken, S("SPEAKER_BOOST"))
     ranked, features = ranker_rerank(query, rank(acts, grains_only, max(limit, S("RERANK_WINDOW")),
-                                                 superseded_factor=factor, factors=spoken),
-                                     acts, grains_only, limit, factor, factors=spoken)
+                                                 superseded_factor=factor, factors=boosted),
+                                     acts, grains_only, limit, factor, factors=boosted, spoken=spoken)
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]

@@ -18,7 +18,7 @@ from epistemic.rules import relation_between
 from epistemic.words import sentences
 from grains.content import normalise
 from grains.extraction import parse_facts
-from graph.algorithms.text import learned_cues, terms, word_count
+from graph.algorithms.text import all_words, learned_cues, terms
 from graph.algorithms.when import date_spans
 
 LENGTH = 16_000  # characters: four times the longest grain (MAX_CONTENT_CHARS 4,000)
@@ -31,7 +31,7 @@ RULES = {
     "sentences": sentences,
     "date_spans": date_spans,
     "terms": lambda s: terms(s, 10),
-    "word_count": word_count,
+    "all_words": all_words,
     "learned_cues": lambda s: learned_cues("", s, s, max_terms=8),
     "normalise": normalise,
     "dream_gate": lambda s: gate(s, [s, s + " more"], min_support=0.5),

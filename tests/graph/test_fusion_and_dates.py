@@ -82,13 +82,14 @@ def test_vector_table_grows_and_returns_each_id_once_nearest_first():
 
 
 def test_named_people_are_the_capitalised_words_and_their_grains_are_boosted():
-    from graph.algorithms.speakers import named, speaker_factors
+    from graph.algorithms.speakers import named, speaker_factors, spoken_by
 
     people = named("What did Ana's and Bo Li's kids paint in May?")
     assert people == {"What", "Ana", "Bo", "Li", "May"}
     speakers = {1: "Ana", 2: "Bo Li", 3: "Cy", 4: None}
-    assert speaker_factors(speakers, people, 2.0) == {1: 2.0, 2: 2.0}
-    assert speaker_factors(speakers, people, 1.0) == {} and speaker_factors(speakers, frozenset(), 2.0) == {}
+    assert speaker_factors(spoken_by(speakers, people), 2.0) == {1: 2.0, 2: 2.0}
+    assert speaker_factors(spoken_by(speakers, people), 1.0) == {}
+    assert speaker_factors(spoken_by(speakers, frozenset()), 2.0) == {}
 
 
 def test_a_grain_spoken_by_the_person_asked_about_ranks_first(db, t0, flux_settings):
