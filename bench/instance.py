@@ -13,33 +13,46 @@ from django.db import connections
 
 
 @contextmanager
-def temporary_database() -> Iterator[Path]:
+def temporary_database(keep: Path | None = None) -> Iterator[Path]:
     """Point the default database, and the data folder beside it, at new temporary ones for the duration (so a
     service started on that folder finds what this process left there, e.g. the vector index): a SQLite file
     in the folder, or with DATABASE_URL a new database on the same PostgreSQL server, dropped afterwards.
+    With ``keep`` (SQLite only) the folder is that one, made private, and it stays, with whatever an earlier
+    run left in it, for the next run to measure again.
 
     Works the way Django's test runner swaps in a test database.
     """
     conn = connections["default"]
-    if conn.vendor not in ("sqlite", "postgresql"):
-        raise RuntimeError(f"no temporary database on {conn.vendor}")
+    if conn.vendor not in ("sqlite", "postgresql") or (keep is not None and conn.vendor != "sqlite"):
+        raise RuntimeError(f"no {'kept' if keep else 'temporary'} database on {conn.vendor}")
+    if keep is not None:
+        keep.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with _database_in(keep) as path:
+            yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="flux-temp-") as folder, _database_in(Path(folder)) as path:
+        yield path
+
+
+@contextmanager
+def _database_in(folder: Path) -> Iterator[Path]:
+    conn = connections["default"]
     original, data_dir = conn.settings_dict["NAME"], settings.DATA_DIR
-    with tempfile.TemporaryDirectory(prefix="flux-temp-") as folder:
-        path = Path(folder) / "flux.sqlite3"
-        name = f"flux_temp_{secrets.token_hex(6)}" if conn.vendor == "postgresql" else str(path)
+    path = folder / "flux.sqlite3"
+    name = f"flux_temp_{secrets.token_hex(6)}" if conn.vendor == "postgresql" else str(path)
+    if conn.vendor == "postgresql":
+        with conn.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{name}"')  # a name made here, not given
+    conn.close()
+    conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = name
+    settings.DATA_DIR = folder
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        yield path
+    finally:
+        conn.close()
+        conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = original
+        settings.DATA_DIR = data_dir
         if conn.vendor == "postgresql":
             with conn.cursor() as cursor:
-                cursor.execute(f'CREATE DATABASE "{name}"')  # a name made here, not given
-        conn.close()
-        conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = name
-        settings.DATA_DIR = Path(folder)
-        try:
-            call_command("migrate", verbosity=0, interactive=False)
-            yield path
-        finally:
-            conn.close()
-            conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = original
-            settings.DATA_DIR = data_dir
-            if conn.vendor == "postgresql":
-                with conn.cursor() as cursor:
-                    cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

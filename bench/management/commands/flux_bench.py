@@ -59,6 +59,9 @@ class Command(BaseCommand):
         parser.add_argument("--grains", type=int, default=10000, help="grains to load (default 10000)")
         parser.add_argument("--queries", type=int, default=500, help="retrievals to time per method (default 500)")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--keep", metavar="FOLDER", type=Path,
+                            help="build the instance in FOLDER and keep it; a later run with the same --grains and "
+                                 "--seed measures it again without storing anew (the store figures are the build's)")
         parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
         parser.add_argument("--health", action="store_true",
                             help="instead: GET /health latency as recorded retrievals grow (see --history)")
@@ -99,7 +102,14 @@ class Command(BaseCommand):
                 raise CommandError("--loads must be between 1 and 20")
             if not Path(opts["chromium"]).exists():
                 raise CommandError(f"no browser at {opts['chromium']}: apt-get install chromium, or pass --chromium")
-        with temporary_database() as path:
+        keep = opts["keep"]
+        if keep is not None and (connection.vendor != "sqlite" or opts["load"] is not None or opts["dashboard"]
+                                 or opts["health"]):
+            raise CommandError("--keep is for the main benchmark on SQLite (not with --load, --dashboard, --health "
+                               "or DATABASE_URL)")
+        if keep is not None:
+            _check_kept(keep, opts["grains"], opts["seed"])
+        with temporary_database(keep) as path:
             if opts["load"] is not None:
                 result = bench_load(opts["grains"], opts["load"], opts["seconds"], opts["seed"], path.parent, web)
             elif opts["dashboard"]:
@@ -107,22 +117,49 @@ class Command(BaseCommand):
             elif opts["health"]:
                 result = bench_health(opts["grains"], stages, opts["queries"], opts["seed"], path.parent)
             else:
-                result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent)
+                result = bench(opts["grains"], opts["queries"], opts["seed"], path.parent, kept=keep is not None)
         for key, value in result.items():
             self.stdout.write(f"{key:>26}: {value}")
         if opts["json"]:
             self.stdout.write(json.dumps(result))
 
 
-def bench(n: int, q: int, seed: int, folder: Path) -> dict:
+BUILT = "bench.json"  # in a kept instance's folder: what built it, and the store figures of that build
+
+
+def _check_kept(folder: Path, n: int, seed: int) -> None:
+    """A kept folder must be new, empty, or an instance the benchmark built with the same grains and seed."""
+    if not folder.exists() or not any(folder.iterdir()):
+        return
+    try:
+        built = json.loads((folder / BUILT).read_text())
+    except (OSError, ValueError):
+        raise CommandError(f"--keep {folder}: the folder holds something other than a finished benchmark "
+                           "instance; give a new or empty folder") from None
+    if (built.get("grains"), built.get("seed"), built.get("semantic")) != (n, seed, semantic_enabled()):
+        raise CommandError(f"--keep {folder}: that instance was built with --grains {built.get('grains')} --seed "
+                           f"{built.get('seed')}, the semantic entry {'on' if built.get('semantic') else 'off'}; "
+                           "run with the same, or give a new folder")
+
+
+def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dict:
     corpus = Corpus(seed=seed)
     singles = min(500, n // 10)
     grains = list(corpus.grains(n + singles))
-    start = time.perf_counter()
-    store_synthetic(grains, 0, n, "batch store")
-    batch_rate = n / (time.perf_counter() - start)
-    single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
-                                               caller=CALLER) for g in grains[n:]], "single store")
+    built = folder / BUILT
+    fresh = not (kept and built.exists())
+    if not fresh:
+        store = json.loads(built.read_text())["store"]
+        batch_rate, single_ms = store["batch"], store["single_ms"]
+    else:
+        start = time.perf_counter()
+        store_synthetic(grains, 0, n, "batch store")
+        batch_rate = n / (time.perf_counter() - start)
+        single_ms = timed([lambda g=g: grain_store(content=g.content, context=g.context, occurred_at=g.occurred_at,
+                                                   caller=CALLER) for g in grains[n:]], "single store")
+        if kept:
+            built.write_text(json.dumps({"grains": n, "seed": seed, "semantic": semantic_enabled(),
+                                         "store": {"batch": batch_rate, "single_ms": single_ms}}))
     clusters = cluster_rebuild()  # retrieval is then timed with cluster neighbours in play, as after a beat run
     warm_started = time.perf_counter()
     retrieval_warm_up(wait_seconds=1800)  # as a service at start: the mirror, the model, the vector index built
@@ -138,7 +175,7 @@ def bench(n: int, q: int, seed: int, folder: Path) -> dict:
                     for t in queries], "retrieve in-process")
     http = http_latencies(queries, folder)
     figures = {
-        "grains": n, "queries": q,
+        "grains": n, "queries": q, "store_from_earlier_build": kept and not fresh,
         "store_batch_grains_per_s": round(batch_rate, 1),
         "store_single_grains_per_s": round(1000 / statistics.mean(single_ms), 1),
         "store_single_ms": percentiles(single_ms),
