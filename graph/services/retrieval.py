@@ -5,16 +5,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 
-from django.db import DatabaseError, transaction
-from django.db.models import F
+from django.db import DatabaseError, connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from core import metrics
 from core.booth import Booth, inline
-from core.bulk import bulk_set
+from core.bulk import bulk_insert, bulk_set
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
-from grains.activity import activity_record
+from grains.activity import activity_record_many
 from grains.callers import caller_acting
 from grains.lifecycle import Changes
 from grains.models import Caller, Grain, Status
@@ -25,7 +25,7 @@ from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, no
 from graph.algorithms.speakers import named, speaker_factors, spoken_by
 from graph.algorithms.when import date_spans
 from graph.mirror import mirrors
-from graph.models import ConduitKind, Trace, TraceItem
+from graph.models import ConduitKind, TraceItem
 from graph.policy import DAY, decay_policy, grain_weight_now, propagation_params
 from graph.results import RetrievedGrain, RetrieveResult
 from graph.search import entry_search
@@ -222,25 +222,36 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
     Abstractions are not trace items: no feedback is owed on them.
     """
     features = features or {}
-    with transaction.atomic():
-        Caller.objects.filter(pk=who.pk).update(retrievals=F("retrievals") + 1, returned=F("returned") + len(ranked))
-        trace = Trace.objects.create(id=trace_id, query=query, caller=who, limit=limit, entry_count=sum(
-            1 for a in acts.values() if a.entry > 0), activated_count=len(acts), created_at=now)
-        TraceItem.objects.bulk_create([
-            TraceItem(trace=trace, grain_id=r.activation.grain_id, rank=i, score=r.score, signal=r.activation.signal,
-                      hops=r.activation.hops, origin_id=r.activation.origin, path=list(r.activation.path),
-                      conduits=list(r.activation.conduits), features=features.get(r.activation.grain_id, {}))
+    returned = [r.activation.grain_id for r in ranked + hubs]
+    entries = sum(1 for a in acts.values() if a.entry > 0)
+    with transaction.atomic(), connection.cursor() as cursor:  # plain SQL: this runs on every retrieval
+        cursor.execute('UPDATE grains_caller SET retrievals = retrievals + 1, returned = returned + %s WHERE id = %s',
+                       [len(ranked), who.pk])
+        reserved = ([], []) if trace_id is None else (["id"], [trace_id])
+        cursor.execute(f'INSERT INTO graph_trace ({"".join(c + ", " for c in reserved[0])}query, caller_id, "limit", '
+                       f'entry_count, activated_count, created_at) VALUES ({"%s, " * len(reserved[0])}%s, %s, %s, '
+                       '%s, %s, %s) RETURNING id', [*reserved[1], query, who.pk, limit, entries, len(acts), _when(now)])
+        trace_id = cursor.fetchone()[0]
+        bulk_insert(TraceItem, [
+            TraceItem(trace_id=trace_id, grain_id=r.activation.grain_id, rank=i, score=r.score,
+                      signal=r.activation.signal, hops=r.activation.hops, origin_id=r.activation.origin,
+                      path=list(r.activation.path), conduits=list(r.activation.conduits),
+                      features=features.get(r.activation.grain_id, {}))
             for i, r in enumerate(ranked, start=1)
         ])
-        _touch([r.activation.grain_id for r in ranked + hubs], now)
+        _touch(cursor, returned, now)
         metrics.count({"retrievals": 1, "returned": len(ranked),
                        "returned_hops": sum(r.activation.hops for r in ranked),
-               "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
-        activity_record("graph.signal_propagated", {
-            "trace_id": trace.pk, "caller": str(who), "entries": trace.entry_count,
+                       "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
+        activity_record_many([("graph.signal_propagated", {
+            "trace_id": trace_id, "caller": str(who), "entries": entries,
             "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],
-        }, now=now)
-    return trace.pk
+        })], now=now)
+    return trace_id
+
+
+def _when(now: datetime) -> object:
+    return connection.ops.adapt_datetimefield_value(now)
 
 
 def _refuse_if_owed(caller: Caller, now: datetime) -> None:
@@ -255,14 +266,20 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
         )
 
 
-def _touch(ids: list[int], now: datetime) -> None:
+def _touch(cursor: CursorWrapper, ids: list[int], now: datetime) -> None:
     """Count the retrieval and its time; wake dormant and archived grains. A weight decays lazily and
     memorylessly, so it is not written back."""
-    Grain.objects.filter(pk__in=ids).update(last_accessed_at=now, retrievals=F("retrievals") + 1)
-    asleep = {g.pk: g for g in Grain.objects.filter(pk__in=ids, status__in=(Status.DORMANT, Status.ARCHIVED))}
+    if not ids:
+        return
+    marks = ", ".join(["%s"] * len(ids))
+    cursor.execute(f"UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + 1 WHERE id IN ({marks})",
+                   [_when(now), *ids])
+    cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks}) AND status IN (%s, %s)",
+                   [*ids, Status.DORMANT.value, Status.ARCHIVED.value])
+    asleep = [gid for (gid,) in cursor.fetchall()]
     if asleep:
         changes = Changes(now)
-        bulk_set(Grain, ["status", "status_changed_at"], _touched(asleep, changes, now).values())
+        bulk_set(Grain, ["status", "status_changed_at"], _touched(grains_by_id(asleep), changes, now).values())
         changes.save()
 
 

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from bench.instance import temporary_database
 from bench.synthetic import Corpus
+from core.booth import get_booth
 from core.conf import flux_setting as S
 from core.env import postgres_url
 from core.net import free_port, wait_for_http
@@ -171,9 +172,14 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
                    for t in queries], "FTS5 floor (all terms)")
     entries = timed([lambda t=t: entry.search(t, limit=S("ENTRY_POINTS"), statuses=RETRIEVABLE,
                                               max_terms=S("QUERY_MAX_TERMS")) for t in queries], "entry search")
-    inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
-                    for t in queries], "retrieve in-process")
-    http = http_latencies(queries, folder)
+    booth = get_booth()  # as the service retrieves: the trace written by the booth's writer after the answer
+    inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now,
+                                               booth=booth) for t in queries], "retrieve in-process")
+    booth.drain()
+    inline = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
+                    for t in queries], "retrieve in-process, trace inline")
+    mirror_mb = _rss_mb(os.getpid())
+    http, web_mb = http_latencies(queries, folder)
     figures = {
         "grains": n, "queries": q, "store_from_earlier_build": kept and not fresh,
         "store_batch_grains_per_s": round(batch_rate, 1),
@@ -184,7 +190,9 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
         "fts5_floor_ms": percentiles(floor),
         "entry_search_ms": percentiles(entries),
         "retrieve_inprocess_ms": percentiles(inproc),
+        "retrieve_inprocess_trace_inline_ms": percentiles(inline),
         "retrieve_http_ms": percentiles(http),
+        "bench_rss_mb": mirror_mb, "web_rss_mb": web_mb,
     }
     for name in ("retrieve_inprocess_ms", "retrieve_http_ms"):
         for floor_name, suffix in (("fts5_floor_ms", "_to_floor"), ("entry_search_ms", "_to_entry_search")):
@@ -366,9 +374,11 @@ def _get(url: str) -> None:
 
 @contextmanager
 def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health",
-            env: dict[str, str] | None = None, processes: int = 1) -> Iterator[str]:
+            env: dict[str, str] | None = None, processes: int = 1,
+            pids: list[int] | None = None) -> Iterator[str]:
     """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port, with ``env``
-    added to its environment; ``processes`` of them share the port (as WEB_WORKERS does); yields its base URL."""
+    added to its environment; ``processes`` of them share the port (as WEB_WORKERS does); yields its base URL
+    (and puts their process ids in ``pids``)."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false", **(env or {})}
     if connection.vendor == "postgresql":  # the benchmark's temporary database, on the server of DATABASE_URL
@@ -379,6 +389,8 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
                                app], cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL) for _ in range(processes)]
     base = f"http://127.0.0.1:{port}"
+    if pids is not None:
+        pids.extend(proc.pid for proc in procs)
     try:
         for proc in procs:
             wait_for_http(base + ready, proc=proc)
@@ -390,13 +402,36 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
             proc.wait(timeout=30)
 
 
-def http_latencies(queries: list[str], folder: Path) -> list[float]:
-    """Time POST /retrieve against daphne on the benchmark's database."""
-    with serving(folder) as base:
+def http_latencies(queries: list[str], folder: Path) -> tuple[list[float], float | None]:
+    """Time POST /retrieve against daphne on the benchmark's database, one client on one keep-alive connection
+    (as the SDK's); also the service's resident memory (MB) afterwards."""
+    import http.client
+
+    pids: list[int] = []
+    with serving(folder, pids=pids) as base:
+        client = http.client.HTTPConnection(base.removeprefix("http://"), timeout=60)
 
         def ask(text: str) -> None:
-            _post(base, "/retrieve", {"query": text, "limit": 10})
+            client.request("POST", "/retrieve", json.dumps({"query": text, "limit": 10}),
+                           {"Content-Type": "application/json", "X-Caller-Id": CALLER})
+            response = client.getresponse()
+            response.read()
+            if response.status != 200:
+                raise CommandError(f"POST /retrieve answered {response.status}")
 
         for text in queries[:5]:  # untimed: the service loads what it keeps in memory at start
             ask(text)
-        return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP")
+        try:
+            return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP"), _rss_mb(pids[0])
+        finally:
+            client.close()
+
+
+def _rss_mb(pid: int | None) -> float | None:
+    """Resident memory of process ``pid`` in MB (Linux; None elsewhere)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (OSError, TypeError):
+        return None
+    kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), None)
+    return None if kb is None else round(kb / 1024, 1)
