@@ -133,12 +133,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
 }
 
-# A cache shared by the instance's processes: Redis when configured, else files in the instance folder (with
-# atomic add and incr). It holds the request-rate counters (django-ratelimit's core, api/throttle.py).
+# A cache shared by the instance's processes: Redis when configured, else a SQLite file of its own in the instance
+# folder (atomic add and incr). It holds the request-rate counters (django-ratelimit's core, api/throttle.py).
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL", "")}
     if env_str("REDIS_URL", "")
-    else {"BACKEND": "core.cache.LockingFileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
+    else {"BACKEND": "core.cache.SqliteCache", "LOCATION": str(DATA_DIR / "cache" / "cache.sqlite3")}
 }
 
 RATELIMIT_USE_CACHE = "default"

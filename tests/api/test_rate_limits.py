@@ -1,5 +1,6 @@
 """Request-rate limits: per client on the REST API, per address on the dashboard's data and the admin's login
-link; 429 with Retry-After in the error contract; shared by the instance's processes (Redis, or the file cache)."""
+link; 429 with Retry-After in the error contract; shared by the instance's processes (Redis, or the instance's
+SQLite cache file)."""
 from __future__ import annotations
 
 import json
