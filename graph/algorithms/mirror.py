@@ -14,12 +14,13 @@ changes while others read.
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
-from graph.algorithms.propagation import Edge, RankInput
+from graph.algorithms.propagation import Edge, RankInput, Reach, WeightFloor
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +105,21 @@ class GraphMirror:
                    now: float) -> dict[int, list[Edge]]:
         """What ``graph.selectors.conduit_neighbours`` answers: traversable conduits out of ``ids`` (undirected
         ones both ways, directed ones source -> target) to grains whose status is in ``statuses``."""
+        return {gid: list(found.edges) for gid, found in
+                self.reach(ids, None, statuses=statuses, policy=policy, now=now).items()}
+
+    def reach(self, ids: Iterable[int], floor: WeightFloor | None, *, statuses: Sequence[str], policy: DecayPolicy,
+              now: float) -> dict[int, Reach]:
+        """For propagation: the traversable conduits of each of ``ids`` (as ``neighbours``), counted, and of them
+        the edges whose stored weight is not under ``floor(grain, count)`` (all without a floor), decayed."""
         with self._lock:
-            out: dict[int, list[Edge]] = {}
+            out: dict[int, Reach] = {}
             allowed = set(statuses)
             conduits, grains = self.conduits, self.grains
-            floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
+            weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
             for here in ids:
-                edges = []
+                # the floor at degree 1 is the lowest there is: only the conduits above it are looked at again
+                degree, found, loose = 0, [], -math.inf if floor is None else floor(here, 1)
                 for cid in self._by_grain.get(here, ()):
                     c = conduits[cid]
                     if c.source == here:
@@ -120,15 +129,25 @@ class GraphMirror:
                     else:
                         continue
                     grain = grains.get(there)
-                    if grain is None or grain.status not in allowed:
+                    if grain is not None and grain.status in allowed:
+                        degree += 1
+                        if c.weight >= loose:
+                            found.append((c, there, grain.status, cid))
+                if not degree:
+                    continue
+                cut = floor(here, degree) if floor is not None else -math.inf
+                edges = []
+                for c, there, status, cid in found:
+                    weight = c.weight
+                    if weight < cut:
                         continue
                     # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
-                    weight, elapsed = c.weight, now - max(c.decayed_at, c.created_at + grace)
-                    if elapsed > 0 and weight > floor:
-                        weight = floor if half_life <= 0 else floor + (weight - floor) * 0.5 ** (elapsed / half_life)
-                    edges.append(Edge(there, weight, cid, grain.status))
-                if edges:
-                    out[here] = edges
+                    elapsed = now - max(c.decayed_at, c.created_at + grace)
+                    if elapsed > 0 and weight > weight_floor:
+                        weight = (weight_floor if half_life <= 0
+                                  else weight_floor + (weight - weight_floor) * 0.5 ** (elapsed / half_life))
+                    edges.append(Edge(there, weight, cid, status))
+                out[here] = Reach(degree, edges)
             return out
 
     def rank_inputs(self, ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: float,

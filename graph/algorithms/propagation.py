@@ -53,7 +53,24 @@ class Activation:
         return self.path[0]
 
 
-NeighbourLoader = Callable[[Iterable[int]], Mapping[int, Sequence[Edge]]]
+class Reach(NamedTuple):
+    """A grain's traversable conduits as propagation reads them: how many there are (hub damping counts every
+    one) and the edges, or those of them whose weight is not under the loader's ``floor`` for the grain."""
+
+    degree: int
+    edges: Sequence[Edge]
+
+
+# (source, degree) -> the weight under which an edge of the source cannot pass signal on: a loader may leave
+# such edges out (weights only decay, so a stored weight under it is a decayed weight under it). Hub damping only
+# lowers what passes, so it does not fall as the degree grows: the floor at degree 1 is the lowest.
+WeightFloor = Callable[[int, int], float]
+NeighbourLoader = Callable[[Iterable[int], WeightFloor], Mapping[int, Reach]]
+
+
+def reach_all(edges: Mapping[int, Sequence[Edge]]) -> dict[int, Reach]:
+    """Every edge of each grain, for loaders that do not cut at the floor."""
+    return {gid: Reach(len(out), out) for gid, out in edges.items()}
 
 
 def propagate(
@@ -72,7 +89,9 @@ def propagate(
     along the conduit it came by; only on the first hop do entry grains pass
     signal to each other (two linked direct hits corroborate each other). Each hop calls ``neighbours`` once with the
     relaying grains. A contribution is ``signal * weight * attenuation *
-    relay(status) * hub_damping`` and is dropped below ``threshold``. Each
+    relay(status) * hub_damping`` and is dropped below ``threshold`` (the
+    loader is told, per grain, the conduit weight under which that happens,
+    and may leave those conduits out: most of them, in a large graph). Each
     grain remembers the path of its single strongest contribution. Weak links
     (``conduit_id < 0``, e.g. to cluster hubs) pass signal to their target
     but do not make it relay: they reach a grain, not a neighbourhood.
@@ -90,17 +109,22 @@ def propagate(
         frontier = {g: s for g, s in frontier.items() if params.can_pass_on(s, status.get(g, "active"))}
         if not frontier:
             break
-        edges = neighbours(frontier.keys())
+        passing = {g: s * params.attenuation * params.relay.get(status.get(g, "active"), 0.0)
+                   for g, s in frontier.items()}
+
+        def floor(source: int, degree: int, passing: dict[int, float] = passing) -> float:
+            base = passing[source] * _damping(params.hub_degree, degree)
+            return params.threshold / base * FLOOR_MARGIN if base > 0 else math.inf
+
+        edges = neighbours(frontier.keys(), floor)
         deltas: dict[int, float] = {}
         relaying: dict[int, float] = {}
-        for source, signal in frontier.items():
-            out = edges.get(source, ())
-            if not out:
+        for source in frontier:
+            found = edges.get(source)
+            if not found or not found.edges:
                 continue
-            relay = params.relay.get(status.get(source, "active"), 0.0)
-            damp = min(1.0, math.sqrt(params.hub_degree / len(out)))
-            base = signal * params.attenuation * relay * damp
-            for edge in out:
+            base = passing[source] * _damping(params.hub_degree, found.degree)
+            for edge in found.edges:
                 delta = base * edge.weight
                 if delta < params.threshold or edge.target == source or (hop > 1 and edge.target in relayed):
                     continue
@@ -114,6 +138,13 @@ def propagate(
         for gid, delta in deltas.items():
             acts[gid].signal += delta
     return acts
+
+
+FLOOR_MARGIN = 1 - 1e-9  # the floor told to loaders sits a hair under the exact one: rounding never drops an edge
+
+
+def _damping(hub_degree: int, degree: int) -> float:
+    return min(1.0, math.sqrt(hub_degree / degree)) if degree else 1.0
 
 
 def _record_path(acts: dict[int, Activation], source: Activation, edge: Edge, delta: float, hop: int) -> None:

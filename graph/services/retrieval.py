@@ -21,7 +21,17 @@ from grains.models import Caller, Grain, Status
 from grains.selectors import successors_resolve
 from graph.algorithms.fusion import boost, fuse_by_rank
 from graph.algorithms.mirror import GraphMirror
-from graph.algorithms.propagation import Activation, Edge, Ranked, RankInput, normalise_scores, propagate, rank
+from graph.algorithms.propagation import (
+    Activation,
+    Ranked,
+    RankInput,
+    Reach,
+    WeightFloor,
+    normalise_scores,
+    propagate,
+    rank,
+    reach_all,
+)
 from graph.algorithms.speakers import named, speaker_factors, spoken_by
 from graph.algorithms.when import date_spans
 from graph.mirror import mirrors
@@ -109,15 +119,21 @@ def activate(
                                    if g in inputs and inputs[g].cluster_id is not None},
                                   weight=S("CLUSTER_NEIGHBOUR_WEIGHT"))
 
-    def neighbours(ids: Iterable[int]) -> dict[int, list[Edge]]:
+    def conduits(ids: list[int], floor: WeightFloor | None) -> dict[int, Reach]:
+        if view is not None:
+            return view.reach(ids, floor, statuses=statuses, policy=policy, now=now.timestamp())
+        return reach_all(conduit_neighbours(ids, statuses=statuses, policy=policy, now=now))
+
+    def neighbours(ids: Iterable[int], floor: WeightFloor) -> dict[int, Reach]:
         ids = list(ids)
-        edges = (view.neighbours(ids, statuses=statuses, policy=policy, now=now.timestamp()) if view is not None
-                 else conduit_neighbours(ids, statuses=statuses, policy=policy, now=now))
-        for gid in hub_edges.keys() & set(ids):
-            own = edges.setdefault(gid, [])
-            linked = {e.target for e in own}
-            own.extend(e for e in hub_edges[gid] if e.target not in linked)
-        return edges
+        hubbed = hub_edges.keys() & set(ids)
+        found = conduits([g for g in ids if g not in hubbed], floor)
+        for gid, own in conduits(list(hubbed), None).items() if hubbed else ():  # all, to leave out linked hubs
+            linked = {e.target for e in own.edges}
+            found[gid] = reach_all({gid: [*own.edges, *(e for e in hub_edges[gid] if e.target not in linked)]})[gid]
+        for gid in hubbed - found.keys():
+            found[gid] = Reach(len(hub_edges[gid]), hub_edges[gid])
+        return found
 
     acts = propagate(entries, entry_status, neighbours, params, relay_from=relay_from)
     inputs.update(rank_inputs([gid for gid in acts if gid not in entries])[0])

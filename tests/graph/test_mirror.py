@@ -141,3 +141,21 @@ def test_the_pure_mirror_keeps_directions_statuses_and_its_index_of_conduits():
     view.drop_conduit(10)  # twice is harmless
     assert view.neighbours([2], statuses=RETRIEVABLE, policy=policy, now=0.0) == {}
     assert {g: set(c) for g, c in view._by_grain.items()} == {1: {11, 12}, 3: {11}, 4: {12}}
+
+
+def test_the_mirror_counts_every_traversable_conduit_and_returns_those_not_under_the_floor():
+    view = GraphMirror()
+    for gid in range(1, 6):
+        view.put_grain(gid, GrainRow("active" if gid != 5 else "quarantined", "working", 0.5, 0.8, 0.0, 0.0, None,
+                                     None, 0, None))
+    for cid, (other, weight) in enumerate(((2, 0.9), (3, 0.3), (4, 0.1), (5, 0.9)), start=20):
+        view.put_conduit(cid, ConduitRow(1, other, weight, 0.0, 0.0, False, "association"))
+    asked = []
+
+    def floor(gid: int, degree: int) -> float:
+        asked.append((gid, degree))
+        return 0.3
+
+    found = view.reach([1], floor, statuses=RETRIEVABLE, policy=decay_policy(), now=0.0)[1]
+    assert asked[-1] == (1, 3)  # the quarantined grain's conduit is not traversable, so not counted
+    assert found.degree == 3 and [e.target for e in found.edges] == [2, 3]

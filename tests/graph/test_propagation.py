@@ -1,13 +1,24 @@
 """DB-free tests of signal propagation and ranking."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from graph.algorithms.propagation import Edge, PropagationParams, RankInput, normalise_scores, propagate, rank
+from graph.algorithms.propagation import (
+    Edge,
+    PropagationParams,
+    RankInput,
+    Reach,
+    normalise_scores,
+    propagate,
+    rank,
+)
 
 
-def graph_of(pairs: list[tuple[int, int, float]], statuses: dict[int, str] | None = None):
-    """Neighbour loader over an undirected weighted edge list; records which ids were asked for."""
+def graph_of(pairs: list[tuple[int, int, float]], statuses: dict[int, str] | None = None, *, cut: bool = False):
+    """Neighbour loader over an undirected weighted edge list; records which ids were asked for. With ``cut`` it
+    leaves out the edges under the floor propagation gives it, as the graph mirror does."""
     statuses = statuses or {}
     adjacency: dict[int, list[Edge]] = {}
     for cid, (a, b, w) in enumerate(pairs, start=1):
@@ -15,12 +26,16 @@ def graph_of(pairs: list[tuple[int, int, float]], statuses: dict[int, str] | Non
         adjacency.setdefault(b, []).append(Edge(a, w, cid, statuses.get(a, "active")))
     asked: list[set[int]] = []
 
-    def load(ids):
+    def load(ids, floor):
         ids = set(ids)
         asked.append(ids)
-        return {i: adjacency.get(i, []) for i in ids}
+        found = {i: adjacency.get(i, []) for i in ids}
+        kept = {i: Reach(len(out), [e for e in out if not cut or e.weight >= floor(i, len(out))])
+                for i, out in found.items()}
+        load.dropped += sum(r.degree - len(r.edges) for r in kept.values())
+        return kept
 
-    load.asked = asked
+    load.asked, load.dropped = asked, 0
     return load
 
 
@@ -123,3 +138,18 @@ def test_grains_too_weak_to_pass_signal_on_are_not_expanded():
     # 2 holds 0.4 and passes 0.16 to 3; 3 could pass at most 0.064 < 0.1, so its conduits are never loaded
     assert set(acts) == {1, 2, 3}
     assert chain.asked == [{1}, {2}]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_loader_that_leaves_out_edges_under_the_floor_changes_nothing(seed):
+    """Random graphs with hubs, dormant and unreachable grains: cutting at the floor gives the same activations
+    (signal, paths, hops) as reading every edge, having left most edges out."""
+    rng = random.Random(seed)
+    pairs = [(rng.randrange(60), rng.randrange(60), rng.choice([0.05, 0.2, 0.5, rng.random()])) for _ in range(400)]
+    statuses = {g: rng.choice(["active"] * 6 + ["dormant", "quarantined"]) for g in range(60)}
+    entries = {g: rng.random() or 1.0 for g in rng.sample(range(60), 5)}
+    params = PropagationParams(attenuation=0.85, max_hops=3, threshold=0.05, hub_degree=8)
+    whole = propagate(entries, dict.fromkeys(entries, "active"), graph_of(pairs, statuses), params)
+    cut = graph_of(pairs, statuses, cut=True)
+    assert propagate(entries, dict.fromkeys(entries, "active"), cut, params) == whole
+    assert cut.dropped > 0

@@ -37,6 +37,7 @@ from memory.store import grain_store, grain_store_batch
 from memory.upkeep import cluster_rebuild
 
 CALLER = "bench:test"  # a client of its own: flux-* names are refused over REST
+PAUSE_S = 0.01  # between two timed retrievals over HTTP
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -44,12 +45,15 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     return {"p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3)}
 
 
-def timed(calls: list[Callable[[], object]], desc: str) -> list[float]:
+def timed(calls: list[Callable[[], object]], desc: str, between: Callable[[], object] | None = None) -> list[float]:
+    """Each call's wall time in ms; ``between`` runs after each, untimed."""
     out = []
     for call in tqdm(calls, desc=desc, unit="q", file=sys.stderr):
         start = time.perf_counter()
         call()
         out.append((time.perf_counter() - start) * 1000)
+        if between is not None:
+            between()
     return out
 
 
@@ -172,10 +176,11 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
                    for t in queries], "FTS5 floor (all terms)")
     entries = timed([lambda t=t: entry.search(t, limit=S("ENTRY_POINTS"), statuses=RETRIEVABLE,
                                               max_terms=S("QUERY_MAX_TERMS")) for t in queries], "entry search")
-    booth = get_booth()  # as the service retrieves: the trace written by the booth's writer after the answer
+    # As the service retrieves: the trace written by the booth's writer after the answer, here before the next
+    # retrieval starts (an agent retrieves once a turn; the load test measures retrievals back to back).
+    booth = get_booth()
     inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now,
-                                               booth=booth) for t in queries], "retrieve in-process")
-    booth.drain()
+                                               booth=booth) for t in queries], "retrieve in-process", booth.drain)
     inline = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
                     for t in queries], "retrieve in-process, trace inline")
     mirror_mb = _rss_mb(os.getpid())
@@ -404,7 +409,8 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
 
 def http_latencies(queries: list[str], folder: Path) -> tuple[list[float], float | None]:
     """Time POST /retrieve against daphne on the benchmark's database, one client on one keep-alive connection
-    (as the SDK's); also the service's resident memory (MB) afterwards."""
+    (as the SDK's), pausing PAUSE_S between requests (the service writes the last trace meanwhile, as between an
+    agent's turns); also the service's resident memory (MB) afterwards."""
     import http.client
 
     pids: list[int] = []
@@ -422,7 +428,8 @@ def http_latencies(queries: list[str], folder: Path) -> tuple[list[float], float
         for text in queries[:5]:  # untimed: the service loads what it keeps in memory at start
             ask(text)
         try:
-            return timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP"), _rss_mb(pids[0])
+            return (timed([lambda t=t: ask(t) for t in queries], "retrieve over HTTP", lambda: time.sleep(PAUSE_S)),
+                    _rss_mb(pids[0]))
         finally:
             client.close()
 
