@@ -110,12 +110,27 @@ def page_params(request: Request, *, limit: int = 50) -> tuple[int, int]:
 
 def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
     @functools.wraps(view)
+    def answer(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        return _rendered(view(request, *args, **kwargs))
+
     async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        future = getattr(get_booth(), submit_name)(functools.partial(view, request, *args, **kwargs))
+        future = getattr(get_booth(), submit_name)(functools.partial(answer, request, *args, **kwargs))
         return await asyncio.wrap_future(future)
 
     run.csrf_exempt = True
     return run
+
+
+def _rendered(response: HttpResponse) -> HttpResponse:
+    """DRF's response rendered here, on the worker, and handed on as a plain one: Django under ASGI would render
+    it (and anything with a ``render``) on its one shared sync thread, one more hop there and back."""
+    if not callable(getattr(response, "render", None)):
+        return response
+    response.render()
+    plain = HttpResponse(response.content, status=response.status_code)
+    for name, value in response.items():
+        plain[name] = value
+    return plain
 
 
 def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:

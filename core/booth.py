@@ -15,6 +15,7 @@ import atexit
 import itertools
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -26,6 +27,8 @@ from core.errors import Overloaded
 
 T = TypeVar("T")
 BOOKKEEPING, WRITE, STOP = 0, 1, 2
+LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked for it go out first
+_held = threading.local()  # on a read worker during a read: the bookkeeping it queues for after it
 
 
 class Booth:
@@ -46,7 +49,16 @@ class Booth:
         return self._depth
 
     def read(self, fn: Callable[[], T]) -> Future[T]:
-        return self._reads.submit(_with_connections, fn)
+        return self._reads.submit(self._read, fn)
+
+    def _read(self, fn: Callable[[], T]) -> T:
+        _held.jobs = []
+        try:
+            return _with_connections(fn)
+        finally:
+            for job in _held.jobs:
+                self._jobs.put(job)
+            _held.jobs = None
 
     def write(self, fn: Callable[[], T]) -> Future[T]:
         """Queue a write; Overloaded when MAX_WRITE_QUEUE_DEPTH writes already wait."""
@@ -63,6 +75,19 @@ class Booth:
     def record(self, fn: Callable[[], T]) -> Future[T]:
         """Queue the small write a read needs (a trace, a receipt) ahead of other writes."""
         return self._put(BOOKKEEPING, fn)
+
+    def record_after(self, fn: Callable[[], T]) -> Future[T]:
+        """As ``record``, for a write nobody waits for (a retrieval's trace): from a read worker it is queued once
+        the read is over (its answer rendered), and the writer starts it LINGER_S after it was asked for, so it
+        does not compete with the rest of the answer for the interpreter. Never wait for it in that read."""
+        future: Future[T] = Future()
+        job = (BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S)
+        held = getattr(_held, "jobs", None)
+        if held is None:
+            self._jobs.put(job)
+        else:
+            held.append(job)
+        return future
 
     def coalesce(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` as a write unless a job under ``key`` is already waiting to run (it does the same work,
@@ -91,21 +116,24 @@ class Booth:
     def close(self, timeout: float = 60.0) -> None:
         """Run what is queued, then stop the writer (at exit, so nothing accepted is dropped)."""
         if self._writer.is_alive():
-            self._jobs.put((STOP, next(self._order), None, None, False))
+            self._jobs.put((STOP, next(self._order), None, None, False, 0.0))
             self._writer.join(timeout)
         self._reads.shutdown(wait=True)
 
     def _put(self, priority: int, fn: Callable[[], T], *, counted: bool = False) -> Future[T]:
         """Queue ``fn``; a ``counted`` job holds one place of the write depth until it has run."""
         future: Future[T] = Future()
-        self._jobs.put((priority, next(self._order), fn, future, counted))
+        self._jobs.put((priority, next(self._order), fn, future, counted, 0.0))
         return future
 
     def _write_loop(self) -> None:
         while True:
-            priority, _, fn, future, counted = self._jobs.get()
+            priority, _, fn, future, counted, not_before = self._jobs.get()
             if priority == STOP:
                 return
+            wait = not_before - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             try:
                 if future.set_running_or_notify_cancel():
                     future.set_result(_with_connections(fn))

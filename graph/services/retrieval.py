@@ -1,6 +1,7 @@
 """Retrieval by signal propagation, recorded as a trace."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -195,14 +196,15 @@ def grain_retrieve(
     grains = _touched(grains_by_id(returned), Changes(now), now)  # as the trace's write leaves them
     write_now = inline if booth is None else (lambda job: booth.record(job).result())  # and wait for it
     trace_id: int | None
+    later = None  # the trace's write, queued once the answer is ready
     try:
         if booth is None or pending_traces.failing:
             trace_id = write_now(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
             pending_traces.failing = False
         else:
             trace_id = trace_ids.take(write_now)
-            pending_traces.add(trace_id, booth.record(lambda: _record(
-                query, who, limit, acts, ranked, hubs, from_archive, now, features, trace_id=trace_id)))
+            later = functools.partial(_record, query, who, limit, acts, ranked, hubs, from_archive, now, features,
+                                      trace_id=trace_id)
     except DatabaseError as exc:
         if storage_error(exc) is None:
             raise
@@ -225,8 +227,11 @@ def grain_retrieve(
             level=g.level, sources=sources.get(g.pk, []),
         )
 
-    return RetrieveResult(trace_id, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
-                          [shown(i, r) for i, r in enumerate(hubs, start=1)])
+    result = RetrieveResult(trace_id, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
+                            [shown(i, r) for i, r in enumerate(hubs, start=1)])
+    if later is not None:  # on a read worker, after the answer is rendered too (feedback on it waits for it)
+        pending_traces.add(trace_id, booth.record_after(later))
+    return result
 
 
 def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
