@@ -56,8 +56,8 @@ class Booth:
         try:
             return _with_connections(fn)
         finally:
-            for job in _held.jobs:
-                self._jobs.put(job)
+            for fn_held, future in _held.jobs:
+                self._linger(fn_held, future)
             _held.jobs = None
 
     def write(self, fn: Callable[[], T]) -> Future[T]:
@@ -78,16 +78,18 @@ class Booth:
 
     def record_after(self, fn: Callable[[], T]) -> Future[T]:
         """As ``record``, for a write nobody waits for (a retrieval's trace): from a read worker it is queued once
-        the read is over (its answer rendered), and the writer starts it LINGER_S after it was asked for, so it
-        does not compete with the rest of the answer for the interpreter. Never wait for it in that read."""
+        the read is over (its answer rendered), and the writer starts it LINGER_S after that, so it does not
+        compete with the rest of the answer (its sending too) for the interpreter. Never wait for it in that read."""
         future: Future[T] = Future()
-        job = (BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S)
         held = getattr(_held, "jobs", None)
         if held is None:
-            self._jobs.put(job)
+            self._linger(fn, future)
         else:
-            held.append(job)
+            held.append((fn, future))
         return future
+
+    def _linger(self, fn: Callable[[], T], future: Future[T]) -> None:
+        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S))
 
     def coalesce(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` as a write unless a job under ``key`` is already waiting to run (it does the same work,
