@@ -53,16 +53,28 @@ class Fts5Search:
         marks = ",".join("%s" for _ in statuses)
         # Learned cues (column 2) count for CUE_WEIGHT of what the same words count for in the content.
         bm25 = f"bm25(grain_fts, 1.0, {float(S('CUE_WEIGHT'))!r})"
-        sql = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
-               f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY {bm25} LIMIT %s")
+        # Ranked first, the status looked up for the best few after: joining every match with its grain's row
+        # reads the grain table all over (at 1,000,000 grains five times the search itself). When too few of the
+        # best have a wanted status, the join decides. Ties go to the lower id either way.
+        best = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f WHERE grain_fts MATCH %s "
+                f"ORDER BY {bm25}, f.rowid LIMIT %s")
+        joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
+                  f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY {bm25}, f.rowid LIMIT %s")
         results = []
         with connection.cursor() as cursor:
             for chosen in self._choose(cursor, word_lists, max_terms):
                 if not chosen:
                     results.append([])
                     continue
-                cursor.execute(sql, [fts5_or(chosen), *statuses, limit])
-                results.append([(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()])
+                expression = fts5_or(chosen)
+                cursor.execute(best, [expression, limit * FIRST_PASS])
+                rows = cursor.fetchall()
+                wanted = _with_status(cursor, [gid for gid, _ in rows], statuses)
+                hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
+                if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
+                    cursor.execute(joined, [expression, *statuses, limit])
+                    hits = cursor.fetchall()
+                results.append([(gid, max(score, 1e-9)) for gid, score in hits])
         return results
 
     def _choose(self, cursor, word_lists: list[list[str]], max_terms: int) -> list[list[str]]:  # noqa: ANN001
@@ -79,6 +91,17 @@ class Fts5Search:
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
         return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
+
+
+FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
+
+
+def _with_status(cursor, ids: list[int], statuses: Sequence[str]) -> set[int]:  # noqa: ANN001
+    if not ids:
+        return set()
+    cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({','.join(['%s'] * len(ids))}) "
+                   f"AND status IN ({','.join(['%s'] * len(statuses))})", [*ids, *statuses])
+    return {gid for (gid,) in cursor.fetchall()}
 
 
 # BM25's term-frequency saturation and length normalisation, the values FTS5 uses.

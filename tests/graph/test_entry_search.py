@@ -80,3 +80,16 @@ def test_scores_are_bm25_as_fts5_computes_it(corpus, flux_settings, query, cue_w
     found = dict(search(query))
     assert found.keys() == expected.keys()
     assert all(found[gid] == pytest.approx(score, rel=1e-9) for gid, score in expected.items()), (found, expected)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_grains_of_other_statuses_are_passed_over_however_many_rank_first(corpus, limit):
+    """The best matches are ranked before their statuses are looked up; when too few of them may be returned,
+    the search still finds the next ones (the same answer as ranking only the grains of the wanted statuses)."""
+    everyone = [gid for gid, _ in entry_search().search("garden orchid", limit=10, statuses=["active"],
+                                                        max_terms=24)]
+    Grain.objects.filter(pk__in=everyone[:3]).update(status="quarantined")  # the three best, of four
+    found = entry_search().search("garden orchid", limit=limit, statuses=["active"], max_terms=24)
+    assert [gid for gid, _ in found] == everyone[3:3 + limit]
+    both = entry_search().search("garden orchid", limit=limit, statuses=["active", "quarantined"], max_terms=24)
+    assert [gid for gid, _ in both] == everyone[:limit]
