@@ -11,6 +11,7 @@ from core.errors import InvalidInput
 from core.throttle import throttle
 from grains.selectors import LIST_FIELDS, caller_list, grain_list
 from memory.dossier import grain_detail, grain_dossier
+from memory.retrieval import traces_written
 from memory.store import grain_extract, grain_store, grain_store_batch
 
 STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
@@ -56,6 +57,7 @@ class GrainListView(APIView):
         throttle(request, "listing", "RATE_LISTING")
         limit, offset = page_params(request)
         status = request.query_params.get("status") or None
+        traces_written()
         grains = grain_list(status=status, limit=limit, offset=offset)
         return Response({"grains": grains, "status": status, "limit": limit, "offset": offset})
 
@@ -66,6 +68,7 @@ class GrainDetailView(APIView):
         shape = request.query_params.get("format") or "detail"
         if shape not in ("detail", "dossier"):
             raise InvalidInput(f"'format' {shape!r} is not detail or dossier", details={"field": "format"})
+        traces_written()  # its retrievals already answered are counted
         if shape == "detail":
             return Response(grain_detail(grain_id))
         response = Response(grain_dossier(grain_id))
@@ -76,4 +79,5 @@ class GrainDetailView(APIView):
 class CallerListView(APIView):
     def get(self, request: Request) -> Response:
         throttle(request, "listing", "RATE_LISTING")
+        traces_written()  # the retrievals already answered are counted
         return Response({"callers": caller_list()})

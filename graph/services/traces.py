@@ -83,7 +83,16 @@ class _Pending:
     def wait(self, trace_id: object, timeout: float = 30.0) -> None:
         with self._lock:
             future = self._futures.get(trace_id) if isinstance(trace_id, int) else None
-        if future is not None:
+        self._wait([future] if future is not None else [], timeout)
+
+    def wait_all(self, timeout: float = 30.0) -> None:
+        with self._lock:
+            futures = list(self._futures.values())
+        self._wait(futures, timeout)
+
+    @staticmethod
+    def _wait(futures: list[Future], timeout: float) -> None:
+        for future in futures:
             try:
                 future.result(timeout)
             except Exception:  # noqa: BLE001 - logged by _done; the caller then finds no trace
@@ -92,6 +101,12 @@ class _Pending:
 
 trace_ids = _TraceIds()
 pending_traces = _Pending()
+
+
+def traces_written() -> None:
+    """Wait until every trace this process queued so far is written: what reads the counts and access times
+    that a retrieval's trace updates (callers, grains) call first, so they are never behind an answer given."""
+    pending_traces.wait_all()
 
 
 def trace_written(trace_id: object) -> None:
