@@ -46,4 +46,3 @@ def test_outside_a_read_the_write_starts_after_the_linger(booth):
     asked = time.monotonic()
     started = booth.record_after(time.monotonic).result(5)
     assert started - asked >= LINGER_S
-
