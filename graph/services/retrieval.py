@@ -129,11 +129,12 @@ def activate(
         ids = list(ids)
         hubbed = hub_edges.keys() & set(ids)
         found = conduits([g for g in ids if g not in hubbed], floor)
-        for gid, own in conduits(list(hubbed), None).items() if hubbed else ():  # all, to leave out linked hubs
-            linked = {e.target for e in own.edges}
-            found[gid] = reach_all({gid: [*own.edges, *(e for e in hub_edges[gid] if e.target not in linked)]})[gid]
-        for gid in hubbed - found.keys():
-            found[gid] = Reach(len(hub_edges[gid]), hub_edges[gid])
+        own = conduits(list(hubbed), None) if hubbed else {}  # all of them, to leave out hubs linked already
+        for gid in hubbed:
+            linked = own[gid].edges if gid in own else []
+            targets = {e.target for e in linked}
+            edges = [*linked, *(e for e in hub_edges[gid] if e.target not in targets)]
+            found[gid] = Reach(len(edges), edges)
         return found
 
     acts = propagate(entries, entry_status, neighbours, params, relay_from=relay_from)
@@ -248,10 +249,12 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
     with transaction.atomic(), connection.cursor() as cursor:  # plain SQL: this runs on every retrieval
         cursor.execute('UPDATE grains_caller SET retrievals = retrievals + 1, returned = returned + %s WHERE id = %s',
                        [len(ranked), who.pk])
-        reserved = ([], []) if trace_id is None else (["id"], [trace_id])
-        cursor.execute(f'INSERT INTO graph_trace ({"".join(c + ", " for c in reserved[0])}query, caller_id, "limit", '
-                       f'entry_count, activated_count, created_at) VALUES ({"%s, " * len(reserved[0])}%s, %s, %s, '
-                       '%s, %s, %s) RETURNING id', [*reserved[1], query, who.pk, limit, entries, len(acts), _when(now)])
+        columns = 'query, caller_id, "limit", entry_count, activated_count, created_at'
+        values = [query, who.pk, limit, entries, len(acts), _when(now)]
+        if trace_id is not None:  # reserved ahead
+            columns, values = f"id, {columns}", [trace_id, *values]
+        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({', '.join(['%s'] * len(values))}) RETURNING id",
+                       values)
         trace_id = cursor.fetchone()[0]
         bulk_insert(TraceItem, [
             TraceItem(trace_id=trace_id, grain_id=r.activation.grain_id, rank=i, score=r.score,
