@@ -109,10 +109,10 @@ def page_params(request: Request, *, limit: int = 50) -> tuple[int, int]:
 
 
 def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
-    @functools.wraps(view)
     def answer(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         return _rendered(view(request, *args, **kwargs))
 
+    @functools.wraps(view)
     async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         future = getattr(get_booth(), submit_name)(functools.partial(answer, request, *args, **kwargs))
         return await asyncio.wrap_future(future)
