@@ -16,6 +16,7 @@ from django.dispatch import receiver
 
 from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, rare_terms, terms
+from graph.selectors import grains_in_status
 
 
 class EntrySearch(Protocol):
@@ -69,7 +70,7 @@ class Fts5Search:
                 expression = fts5_or(chosen)
                 cursor.execute(best, [expression, limit * FIRST_PASS])
                 rows = cursor.fetchall()
-                wanted = _with_status(cursor, [gid for gid, _ in rows], statuses)
+                wanted = grains_in_status([gid for gid, _ in rows], statuses)
                 hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
                 if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
                     cursor.execute(joined, [expression, *statuses, limit])
@@ -94,14 +95,6 @@ class Fts5Search:
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
-
-
-def _with_status(cursor, ids: list[int], statuses: Sequence[str]) -> set[int]:  # noqa: ANN001
-    if not ids:
-        return set()
-    cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({','.join(['%s'] * len(ids))}) "
-                   f"AND status IN ({','.join(['%s'] * len(statuses))})", [*ids, *statuses])
-    return {gid for (gid,) in cursor.fetchall()}
 
 
 # BM25's term-frequency saturation and length normalisation, the values FTS5 uses.

@@ -141,6 +141,17 @@ def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
     return Grain.objects.in_bulk(list(ids))
 
 
+def grains_in_status(ids: Sequence[int], statuses: Sequence[str]) -> set[int]:
+    """Those of ``ids`` whose status is in ``statuses`` (plain SQL: entry search and every retrieval's trace
+    ask it)."""
+    if not ids or not statuses:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({', '.join(['%s'] * len(ids))}) "
+                       f"AND status IN ({', '.join(['%s'] * len(statuses))})", [*ids, *statuses])
+        return {gid for (gid,) in cursor.fetchall()}
+
+
 def feedback_owed(
     caller: Caller, *, now: datetime, grace_seconds: float, max_block_seconds: float, limit: int = 50
 ) -> list[tuple[int, int]]:

@@ -50,6 +50,7 @@ from graph.selectors import (
     grain_dates,
     grain_rank_inputs,
     grains_by_id,
+    grains_in_status,
 )
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
@@ -298,9 +299,7 @@ def _touch(cursor: CursorWrapper, ids: list[int], now: datetime) -> None:
     marks = ", ".join(["%s"] * len(ids))
     cursor.execute(f"UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + 1 WHERE id IN ({marks})",
                    [_when(now), *ids])
-    cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks}) AND status IN (%s, %s)",
-                   [*ids, Status.DORMANT.value, Status.ARCHIVED.value])
-    asleep = [gid for (gid,) in cursor.fetchall()]
+    asleep = grains_in_status(ids, (Status.DORMANT.value, Status.ARCHIVED.value))
     if asleep:
         changes = Changes(now)
         bulk_set(Grain, ["status", "status_changed_at"], _touched(grains_by_id(asleep), changes, now).values())

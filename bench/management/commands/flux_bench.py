@@ -183,10 +183,10 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
                                                booth=booth) for t in queries], "retrieve in-process", booth.drain)
     inline = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
                     for t in queries], "retrieve in-process, trace inline")
-    mirror_mb = _rss_mb(os.getpid())
+    bench_mb = _rss_mb(os.getpid())
     http, web_mb = http_latencies(queries, folder)
     figures = {
-        "grains": n, "queries": q, "store_from_earlier_build": kept and not fresh,
+        "grains": n, "queries": q, "store_from_earlier_build": not fresh,
         "store_batch_grains_per_s": round(batch_rate, 1),
         "store_single_grains_per_s": round(1000 / statistics.mean(single_ms), 1),
         "store_single_ms": percentiles(single_ms),
@@ -197,7 +197,7 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
         "retrieve_inprocess_ms": percentiles(inproc),
         "retrieve_inprocess_trace_inline_ms": percentiles(inline),
         "retrieve_http_ms": percentiles(http),
-        "bench_rss_mb": mirror_mb, "web_rss_mb": web_mb,
+        "bench_rss_mb": bench_mb, "web_rss_mb": web_mb,
     }
     for name in ("retrieve_inprocess_ms", "retrieve_http_ms"):
         for floor_name, suffix in (("fts5_floor_ms", "_to_floor"), ("entry_search_ms", "_to_entry_search")):
