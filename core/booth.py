@@ -8,6 +8,10 @@ one writer thread, so SQLite never sees two writers (no lock waits, no
 bookkeeping of reads (a retrieval's trace, a feedback receipt) goes first, so
 it waits at most for the one write in progress; stores, batches and applying
 feedback follow in arrival order, at most MAX_WRITE_QUEUE_DEPTH of them.
+
+On SQLite the traces of retrievals are committed together, within TRACE_COMMIT_SECONDS of the first: every
+commit empties the page cache of every reader, so a commit per retrieval made the next one read the index
+pages again. Any other job commits the traces written so far before it runs, so it never sees them pending.
 """
 from __future__ import annotations
 
@@ -20,19 +24,21 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections, connection, transaction
 
 from core.conf import flux_setting as S
 from core.errors import Overloaded
 
 T = TypeVar("T")
 BOOKKEEPING, WRITE, STOP = 0, 1, 2
+BATCH_MAX = 64  # most traces one commit holds
 LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked for it go out first
 _held = threading.local()  # on a read worker during a read: the bookkeeping it queues for after it
 
 
 class Booth:
-    def __init__(self, read_workers: int) -> None:
+    def __init__(self, read_workers: int, commit_seconds: float = 0.0) -> None:
+        self._commit_s = max(commit_seconds, 0.0)
         self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="flux-read")
         self._jobs: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
@@ -79,7 +85,9 @@ class Booth:
     def record_after(self, fn: Callable[[], T]) -> Future[T]:
         """As ``record``, for a write nobody waits for (a retrieval's trace): from a read worker it is queued once
         the read is over (its answer rendered), and the writer starts it LINGER_S after that, so it does not
-        compete with the rest of the answer (its sending too) for the interpreter. Never wait for it in that read."""
+        compete with the rest of the answer (its sending too) for the interpreter. Its commit may wait for
+        others' (the booth's ``commit_seconds``); the future is done once it is committed. Never wait for it in
+        that read; to read what it wrote, ``flush`` first."""
         future: Future[T] = Future()
         held = getattr(_held, "jobs", None)
         if held is None:
@@ -89,7 +97,19 @@ class Booth:
         return future
 
     def _linger(self, fn: Callable[[], T], future: Future[T]) -> None:
-        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S))
+        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S, True))
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until the writes queued so far have run, committed or not (a benchmark's pause between two
+        timed reads, so the writer never runs during one)."""
+        ran = threading.Event()
+        self._linger(ran.set, Future())
+        ran.wait(timeout)
+
+    def flush(self) -> None:
+        """Have the traces queued so far committed now rather than with later ones (what waits for them calls it)."""
+        if self._commit_s > 0:
+            self.record(lambda: None)
 
     def coalesce(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` as a write unless a job under ``key`` is already waiting to run (it does the same work,
@@ -118,24 +138,39 @@ class Booth:
     def close(self, timeout: float = 60.0) -> None:
         """Run what is queued, then stop the writer (at exit, so nothing accepted is dropped)."""
         if self._writer.is_alive():
-            self._jobs.put((STOP, next(self._order), None, None, False, 0.0))
+            self._jobs.put((STOP, next(self._order), None, None, False, 0.0, False))
             self._writer.join(timeout)
         self._reads.shutdown(wait=True)
 
     def _put(self, priority: int, fn: Callable[[], T], *, counted: bool = False) -> Future[T]:
         """Queue ``fn``; a ``counted`` job holds one place of the write depth until it has run."""
         future: Future[T] = Future()
-        self._jobs.put((priority, next(self._order), fn, future, counted, 0.0))
+        self._jobs.put((priority, next(self._order), fn, future, counted, 0.0, False))
         return future
 
     def _write_loop(self) -> None:
+        batch: _Batch | None = None  # traces written and not yet committed
         while True:
-            priority, _, fn, future, counted, not_before = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=batch.remaining() if batch is not None else None)
+            except queue.Empty:
+                batch = batch.commit() if batch is not None else None
+                continue
+            priority, _, fn, future, counted, not_before, batched = job
+            batched = batched and self._commit_s > 0
+            if batch is not None and not (batched and batch.open):
+                batch = batch.commit()
             if priority == STOP:
                 return
             wait = not_before - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
+            if batched:
+                batch = batch or _Batch(self._commit_s)
+                batch.run(fn, future)
+                if not batch.open:
+                    batch = batch.commit()
+                continue
             try:
                 if future.set_running_or_notify_cancel():
                     future.set_result(_with_connections(fn))
@@ -145,6 +180,56 @@ class Booth:
                 if counted:
                     with self._lock:
                         self._depth -= 1
+
+
+class _Batch:
+    """Writes run in one open transaction on the writer, each in a savepoint of its own, committed together;
+    their futures are done at the commit."""
+
+    def __init__(self, seconds: float) -> None:
+        close_old_connections()
+        self._deadline = time.monotonic() + seconds
+        self._done: list[tuple[Future, object]] = []
+        self._failed = False
+        self._atomic = transaction.atomic()
+        self._atomic.__enter__()
+
+    @property
+    def open(self) -> bool:
+        """More writes may join (room left, none failed)."""
+        return not self._failed and len(self._done) < BATCH_MAX
+
+    def remaining(self) -> float:
+        return max(self._deadline - time.monotonic(), 0.0)
+
+    def run(self, fn: Callable[[], object], future: Future) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            with transaction.atomic():  # its savepoint
+                self._done.append((future, fn()))
+        except BaseException as exc:  # noqa: BLE001 - undone alone by its savepoint; handed to its future
+            future.set_exception(exc)
+            self._failed = True  # committed at once: what follows starts afresh
+
+    def commit(self) -> None:
+        """Commit (or, if the transaction was spoiled, roll back and fail every write of it); None, for the
+        writer's ``batch = batch.commit()``."""
+        error: BaseException | None = None
+        try:
+            if connection.needs_rollback:
+                error = DatabaseError("the writes committed together were rolled back after an error")
+            self._atomic.__exit__(None, None, None)
+        except BaseException as exc:  # noqa: BLE001 - handed to every write of the batch
+            error = exc
+        finally:
+            close_old_connections()
+        for future, result in self._done:
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+        return None
 
 
 def _with_connections(fn: Callable[[], T]) -> T:
@@ -170,5 +255,5 @@ def get_booth() -> Booth:
     global _booth
     with _booth_lock:
         if _booth is None:
-            _booth = Booth(S("READ_WORKERS"))
+            _booth = Booth(S("READ_WORKERS"), S("TRACE_COMMIT_SECONDS") if connection.vendor == "sqlite" else 0.0)
         return _booth

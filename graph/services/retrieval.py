@@ -232,7 +232,7 @@ def grain_retrieve(
     result = RetrieveResult(trace_id, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
                             [shown(i, r) for i, r in enumerate(hubs, start=1)])
     if later is not None:  # on a read worker, after the answer is rendered too (feedback on it waits for it)
-        pending_traces.add(trace_id, booth.record_after(later))
+        pending_traces.add(trace_id, booth.record_after(later), booth.flush)
     return result
 
 

@@ -63,12 +63,15 @@ class _Pending:
 
     def __init__(self) -> None:
         self._futures: dict[int, Future] = {}
+        self._flush: Callable[[], None] | None = None
         self._lock = threading.Lock()
         self.failing = False
 
-    def add(self, trace_id: int, future: Future) -> None:
+    def add(self, trace_id: int, future: Future, flush: Callable[[], None]) -> None:
+        """``future`` is done once the trace is written; ``flush`` has it committed without waiting for others."""
         with self._lock:
             self._futures[trace_id] = future
+            self._flush = flush
         future.add_done_callback(lambda done: self._done(trace_id, done))
 
     def _done(self, trace_id: int, future: Future) -> None:
@@ -90,8 +93,9 @@ class _Pending:
             futures = list(self._futures.values())
         self._wait(futures, timeout)
 
-    @staticmethod
-    def _wait(futures: list[Future], timeout: float) -> None:
+    def _wait(self, futures: list[Future], timeout: float) -> None:
+        if futures and self._flush is not None:
+            self._flush()
         for future in futures:
             try:
                 future.result(timeout)

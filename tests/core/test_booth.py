@@ -46,3 +46,93 @@ def test_outside_a_read_the_write_starts_after_the_linger(booth):
     asked = time.monotonic()
     started = booth.record_after(time.monotonic).result(5)
     assert started - asked >= LINGER_S
+
+
+# On SQLite the traces of retrievals are committed together (each commit empties every reader's page cache).
+
+def _caller(name: str):
+    from django.utils import timezone
+
+    from grains.models import Caller
+    return lambda: Caller.objects.create(client=name, role="agent", created_at=timezone.now()).pk
+
+
+def _committed(*names: str) -> set[str]:
+    """Which of ``names`` a connection of another thread sees (what is committed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from grains.models import Caller
+
+    def read() -> set[str]:
+        try:
+            return set(Caller.objects.filter(client__in=names).values_list("client", flat=True))
+        finally:
+            connection.close()
+    with ThreadPoolExecutor(1) as other:
+        return other.submit(read).result(5)
+
+
+@pytest.fixture
+def batching(transactional_db):
+    made = Booth(1, commit_seconds=30.0)
+    yield made
+    made.close()
+
+
+def test_traces_wait_for_one_commit_together(batching):
+    futures = [batching.record_after(_caller(f"t{i}")) for i in range(3)]
+    time.sleep(0.2)  # all three have run on the writer, none committed
+    assert not any(f.done() for f in futures)
+    assert _committed("t0", "t1", "t2") == set()
+    batching.flush()
+    assert all(f.result(5) for f in futures)
+    assert _committed("t0", "t1", "t2") == {"t0", "t1", "t2"}
+
+
+def test_any_other_write_commits_the_traces_first(batching):
+    trace = batching.record_after(_caller("trace"))
+    seen = batching.write(lambda: _committed("trace")).result(5)  # runs on the writer: another connection looks
+    assert trace.done() and seen == {"trace"}
+
+
+def test_traces_are_committed_when_the_window_closes(transactional_db):
+    booth = Booth(1, commit_seconds=0.2)
+    try:
+        first = time.monotonic()
+        futures = [booth.record_after(_caller(f"w{i}")) for i in range(2)]
+        for f in futures:
+            f.result(5)
+        assert time.monotonic() - first >= 0.2
+        assert _committed("w0", "w1") == {"w0", "w1"}
+    finally:
+        booth.close()
+
+
+def test_a_failing_trace_fails_alone_and_ends_its_commit(batching):
+    def fails() -> None:
+        _caller("dup")()
+        _caller("dup")()  # the unique (client, role) refuses it: its savepoint undoes both rows
+
+    before = batching.record_after(_caller("before"))
+    failed = batching.record_after(fails)
+    with pytest.raises(Exception, match="UNIQUE"):
+        failed.result(5)
+    assert before.result(5)  # committed at once, not 30 s later
+    assert _committed("before", "dup") == {"before"}
+
+
+def test_closing_the_booth_commits_what_it_holds(transactional_db):
+    booth = Booth(1, commit_seconds=30.0)
+    held = booth.record_after(_caller("held"))
+    booth.close()
+    assert held.result(0) and _committed("held") == {"held"}
+
+
+def test_settling_waits_for_the_traces_to_run_not_to_commit(batching):
+    trace = batching.record_after(_caller("settled"))
+    batching.settle(5)
+    assert not trace.done()  # written, its commit still to come
+    batching.flush()
+    assert trace.result(5)

@@ -176,11 +176,13 @@ def bench(n: int, q: int, seed: int, folder: Path, *, kept: bool = False) -> dic
                    for t in queries], "FTS5 floor (all terms)")
     entries = timed([lambda t=t: entry.search(t, limit=S("ENTRY_POINTS"), statuses=RETRIEVABLE,
                                               max_terms=S("QUERY_MAX_TERMS")) for t in queries], "entry search")
-    # As the service retrieves: the trace written by the booth's writer after the answer, here before the next
-    # retrieval starts (an agent retrieves once a turn; the load test measures retrievals back to back).
+    # As the service retrieves: the trace written by the booth's writer after the answer (committed with the
+    # traces of the next TRACE_COMMIT_SECONDS), here before the next retrieval starts, so the writer never runs
+    # during a timed one (an agent retrieves once a turn; the load test measures retrievals back to back).
     booth = get_booth()
     inproc = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now,
-                                               booth=booth) for t in queries], "retrieve in-process", booth.drain)
+                                               booth=booth) for t in queries], "retrieve in-process", booth.settle)
+    booth.drain()  # its traces committed: the writes inline below need the database's write lock
     inline = timed([lambda t=t: grain_retrieve(query=t, limit=10, caller=CALLER, enforce_feedback=False, now=now)
                     for t in queries], "retrieve in-process, trace inline")
     bench_mb = _rss_mb(os.getpid())
