@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from core.bulk import bulk_fetch
 from core.errors import CallerBlocked, Forbidden, InvalidInput
 from grains.models import Caller, Role
 
@@ -72,7 +73,7 @@ def caller_check(caller: str | tuple[str, str] | Caller | None) -> Caller | None
     For the read side of an act (before a model or LLM call, on a read worker): it never writes.
     """
     client, role = caller_identity(caller)
-    rows = list(Caller.objects.filter(client=client))
+    rows = bulk_fetch(Caller, "client = %s", [client])  # plain SQL: every act of every caller asks
     blocked = next((r for r in rows if r.blocked), None)
     if blocked is not None:
         why = blocked.blocked_reason or "no reason given"

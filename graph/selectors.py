@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.db.models import Q
 
+from core.bulk import bulk_fetch
 from core.errors import NotFound
 from core.validate import require_id
 from grains.content import split_speaker
@@ -138,7 +139,22 @@ def abstraction_sources(ids: Sequence[int]) -> dict[int, list[int]]:
 
 
 def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
-    return Grain.objects.in_bulk(list(ids))
+    """The grains of ``ids`` that exist, by id (plain SQL: every retrieval reads its answer's rows)."""
+    out: dict[int, Grain] = {}
+    for chunk in _chunks(list(ids)):
+        out.update((g.pk, g) for g in bulk_fetch(Grain, f"id IN ({', '.join(['%s'] * len(chunk))})", chunk))
+    return out
+
+
+def grain_contents(ids: Sequence[int]) -> dict[int, str]:
+    """The content of each of ``ids`` that exists (plain SQL: the re-ranker reads its window's on every retrieval)."""
+    out: dict[int, str] = {}
+    with connection.cursor() as cursor:
+        for chunk in _chunks(list(ids)):
+            cursor.execute(f"SELECT id, content FROM grains_grain WHERE id IN ({', '.join(['%s'] * len(chunk))})",
+                           chunk)
+            out.update(cursor.fetchall())
+    return out
 
 
 def grains_in_status(ids: Sequence[int], statuses: Sequence[str]) -> set[int]:

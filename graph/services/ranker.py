@@ -5,8 +5,9 @@ import math
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
+from django.db import connection
+
 from core.conf import flux_setting as S
-from grains.models import Grain
 from graph.algorithms.propagation import Activation, Ranked, RankInput, rank
 from graph.algorithms.ranker import (
     RankerSteps,
@@ -18,12 +19,19 @@ from graph.algorithms.ranker import (
     weight_keys,
 )
 from graph.models import RankerWeight, TraceItem
+from graph.selectors import grain_contents
 from graph.semantic import semantic_similarities
 
 
 def ranker_weights(keys: list[str]) -> dict[str, float]:
-    """The learned weights among ``keys`` (one query; weights never learned are absent, i.e. 0)."""
-    return dict(RankerWeight.objects.filter(key__in=keys).values_list("key", "weight"))
+    """The learned weights among ``keys`` (one query, plain SQL; weights never learned are absent, i.e. 0)."""
+    if not keys:
+        return {}
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {quote('key')}, weight FROM {quote(RankerWeight._meta.db_table)} "
+                       f"WHERE {quote('key')} IN ({', '.join(['%s'] * len(keys))})", keys)
+        return dict(cursor.fetchall())
 
 
 def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activation], inputs: Mapping[int, RankInput],
@@ -40,7 +48,7 @@ def ranker_rerank(query: str, ranked: list[Ranked], acts: Mapping[int, Activatio
     if S("RERANK_WINDOW") <= 0 or not ranked:
         return ranked[:limit], {}
     words = query_words(query)
-    texts = dict(Grain.objects.filter(pk__in=[r.activation.grain_id for r in ranked]).values_list("id", "content"))
+    texts = grain_contents([r.activation.grain_id for r in ranked])
     best, when = ranked[0].score, asks_when(query)
     meaning = semantic_similarities(query, list(texts))
     features = {r.activation.grain_id: grain_features(

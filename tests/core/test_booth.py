@@ -54,7 +54,7 @@ def _caller(name: str):
     from django.utils import timezone
 
     from grains.models import Caller
-    return lambda: Caller.objects.create(client=name, role="agent", created_at=timezone.now()).pk
+    return lambda: Caller.objects.create(client=name, role="chat", created_at=timezone.now()).pk
 
 
 def _committed(*names: str) -> set[str]:
