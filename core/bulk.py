@@ -15,6 +15,11 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 
+def marks(values: Sequence[object]) -> str:
+    """The placeholders of ``values`` in SQL: ``id IN ({marks(ids)})``."""
+    return ", ".join(["%s"] * len(values))
+
+
 def bulk_set(model: type[models.Model], fields: Sequence[str], objects: Iterable[models.Model]) -> None:
     """Write ``fields`` of each object (already changed in memory) in one executemany."""
     table = model._meta.db_table

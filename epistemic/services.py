@@ -21,8 +21,9 @@ from grains.activity import activity_record
 from grains.callers import caller_acting
 from grains.confidence import contradiction_loser
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.models import HAPPENED_AT, Caller, Grain, Status
+from grains.models import Caller, Grain, Status
 from graph.models import RELATION_KINDS, Conduit, ConduitKind
+from graph.selectors import grains_by_id
 from graph.services.conduits import conduit_relate
 
 
@@ -106,8 +107,7 @@ def relations_find(grains: list[Grain], near: dict[int, list[tuple[int, float]]]
     pairs = near_pairs(grains, near)
     texts = {g.pk: (g.content, when(g)) for g in grains}
     wanted = [gid for pair in pairs for gid in pair if gid not in texts]
-    for gid, content, happened in Grain.objects.filter(pk__in=wanted).values_list("pk", "content", HAPPENED_AT):
-        texts[gid] = (content, happened.timestamp())
+    texts.update((gid, (g.content, when(g))) for gid, g in grains_by_id(set(wanted)).items())
     found = []
     for old_id, new_id in pairs:
         if old_id not in texts or new_id not in texts:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from django.db.models import F
+from django.db import connection
 
-from core.bulk import bulk_insert
+from core.bulk import bulk_fetch, bulk_insert, marks
 from core.conf import flux_setting as S
 from core.errors import InvalidInput, Tombstoned
 from core.validate import iso_datetime
@@ -153,8 +153,8 @@ def grains_create(items: list[StoreItem], caller: Caller, now: datetime, single:
     (an operator's purge is lifted only by an operator's restore; audited).
     """
     hashes = [item.content_hash for item in items]
-    known = {g.content_hash: g for g in Grain.objects.filter(content_hash__in=hashes)}
-    tombs = {t.content_hash: t for t in Tombstone.objects.filter(content_hash__in=hashes)}
+    known = {g.content_hash: g for g in bulk_fetch(Grain, f"content_hash IN ({marks(hashes)})", hashes)}
+    tombs = {t.content_hash: t for t in bulk_fetch(Tombstone, f"content_hash IN ({marks(hashes)})", hashes)}
     new: list[Grain] = []
     plan: list[tuple[Grain, bool]] = []
     restored: dict[str, Tombstone] = {}
@@ -194,7 +194,8 @@ def grains_settle(created: Created, caller: Caller, now: datetime) -> list[Store
         if not is_new:
             grain = _corroborate(grain, caller, now)
         results.append(StoreResult(grain, created=is_new, restored=is_new and grain.content_hash in created.restored))
-    Caller.objects.filter(pk=caller.pk).update(stored=F("stored") + len(results))
+    with connection.cursor() as cursor:  # plain SQL: every store does it
+        cursor.execute("UPDATE grains_caller SET stored = stored + %s WHERE id = %s", [len(results), caller.pk])
     return results
 
 

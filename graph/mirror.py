@@ -18,10 +18,11 @@ import time
 
 from django.db import connection
 
+from core.bulk import marks
 from core.conf import flux_setting as S
 from graph.algorithms.mirror import ConduitRow, GraphMirror
 from graph.models import Conduit, GraphChange
-from graph.selectors import CHUNK, _epoch, _marks, grain_row, grain_rows_sql
+from graph.selectors import CHUNK, _epoch, grain_row, grain_rows_sql
 
 log = logging.getLogger("flux.mirror")
 RELOAD_AFTER = 20_000  # changes behind: reading them one by one would cost more than a reload
@@ -109,7 +110,7 @@ def _apply(mirror: GraphMirror, ids: list[int], sql: str, parse, put, drop) -> N
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start: start + CHUNK]
         with connection.cursor() as cursor:
-            cursor.execute(f"{sql} WHERE id IN ({_marks(chunk)})", chunk)
+            cursor.execute(f"{sql} WHERE id IN ({marks(chunk)})", chunk)
             found = dict(map(parse, cursor.fetchall()))
         for rid in chunk:
             if rid in found:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.db.models import Q
 
-from core.bulk import bulk_fetch
+from core.bulk import bulk_fetch, marks
 from core.errors import NotFound
 from core.validate import require_id
 from grains.content import split_speaker
@@ -35,10 +35,6 @@ def _epoch(column: str) -> str:
     return f"((julianday({column}) - 2440587.5) * 86400.0)"
 
 
-def _marks(values: Sequence[object]) -> str:
-    return ",".join(["%s"] * len(values))
-
-
 def conduit_neighbours(
     ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: datetime
 ) -> dict[int, list[Edge]]:
@@ -55,10 +51,10 @@ def conduit_neighbours(
         # CROSS JOIN keeps SQLite from driving the join from the status index (a scan of every grain).
         sql = (
             f"{head} c.source_id, c.target_id FROM graph_conduit c CROSS JOIN grains_grain g "
-            f"WHERE g.id = c.target_id AND c.source_id IN ({_marks(chunk)}) AND g.status IN ({_marks(statuses)}) "
+            f"WHERE g.id = c.target_id AND c.source_id IN ({marks(chunk)}) AND g.status IN ({marks(statuses)}) "
             f"UNION ALL {head} c.target_id, c.source_id FROM graph_conduit c CROSS JOIN grains_grain g "
-            f"WHERE g.id = c.source_id AND c.target_id IN ({_marks(chunk)}) AND c.directed = %s "
-            f"AND g.status IN ({_marks(statuses)})"
+            f"WHERE g.id = c.source_id AND c.target_id IN ({marks(chunk)}) AND c.directed = %s "
+            f"AND g.status IN ({marks(statuses)})"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*chunk, *statuses, *chunk, False, *statuses])
@@ -96,7 +92,7 @@ def grain_rank_inputs(
     now_ts = now.timestamp()
     for chunk in _chunks(list(ids)):
         with connection.cursor() as cursor:
-            cursor.execute(f"{grain_rows_sql()} WHERE id IN ({_marks(chunk)}) AND status IN ({_marks(statuses)})",
+            cursor.execute(f"{grain_rows_sql()} WHERE id IN ({marks(chunk)}) AND status IN ({marks(statuses)})",
                            [*chunk, *statuses])
             for gid, row in map(grain_row, cursor.fetchall()):
                 inputs[gid] = row.rank_input(policy=policy, now=now_ts, recency_half_life=recency_half_life,
@@ -142,7 +138,7 @@ def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
     """The grains of ``ids`` that exist, by id (plain SQL: every retrieval reads its answer's rows)."""
     out: dict[int, Grain] = {}
     for chunk in _chunks(list(ids)):
-        out.update((g.pk, g) for g in bulk_fetch(Grain, f"id IN ({', '.join(['%s'] * len(chunk))})", chunk))
+        out.update((g.pk, g) for g in bulk_fetch(Grain, f"id IN ({marks(chunk)})", chunk))
     return out
 
 
@@ -151,7 +147,7 @@ def grain_contents(ids: Sequence[int]) -> dict[int, str]:
     out: dict[int, str] = {}
     with connection.cursor() as cursor:
         for chunk in _chunks(list(ids)):
-            cursor.execute(f"SELECT id, content FROM grains_grain WHERE id IN ({', '.join(['%s'] * len(chunk))})",
+            cursor.execute(f"SELECT id, content FROM grains_grain WHERE id IN ({marks(chunk)})",
                            chunk)
             out.update(cursor.fetchall())
     return out
@@ -163,8 +159,8 @@ def grains_in_status(ids: Sequence[int], statuses: Sequence[str]) -> set[int]:
     if not ids or not statuses:
         return set()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({', '.join(['%s'] * len(ids))}) "
-                       f"AND status IN ({', '.join(['%s'] * len(statuses))})", [*ids, *statuses])
+        cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks(ids)}) "
+                       f"AND status IN ({marks(statuses)})", [*ids, *statuses])
         return {gid for (gid,) in cursor.fetchall()}
 
 
@@ -225,7 +221,7 @@ def grain_texts(ids: Sequence[int]) -> dict[int, tuple[str, int | None]]:
     out: dict[int, tuple[str, int | None]] = {}
     for chunk in _chunks(list(ids)):
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, content, cluster_id FROM grains_grain WHERE id IN ({_marks(chunk)})", chunk)
+            cursor.execute(f"SELECT id, content, cluster_id FROM grains_grain WHERE id IN ({marks(chunk)})", chunk)
             out.update({gid: (content, cluster) for gid, content, cluster in cursor.fetchall()})
     return out
 

@@ -6,10 +6,10 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from core import metrics
-from core.bulk import bulk_insert
+from core.bulk import bulk_fetch, bulk_insert, marks
 from core.conf import flux_setting as S
 from core.rows import model_rebuilt, model_row
-from grains.models import HAPPENED_AT, Grain
+from grains.models import Grain
 from graph.algorithms.learning import clamp, reinforce
 from graph.models import DIRECTED_KINDS, Conduit, ConduitKind
 from graph.policy import conduit_weight_now
@@ -56,10 +56,10 @@ def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
     for grain in grains:
         if not grain.context:
             continue
-        if grain.context not in earlier:
-            rows = (Grain.objects.filter(context=grain.context, pk__lt=grain.pk, status__in=RETRIEVABLE)
-                    .order_by("-pk").values_list("pk", HAPPENED_AT)[:count])
-            earlier[grain.context] = list(reversed(rows))
+        if grain.context not in earlier:  # plain SQL: every store with a context asks
+            rows = bulk_fetch(Grain, f"context = %s AND id < %s AND status IN ({marks(RETRIEVABLE)}) "
+                              "ORDER BY id DESC LIMIT %s", [grain.context, grain.pk, *RETRIEVABLE, count])
+            earlier[grain.context] = [(g.pk, g.happened_at) for g in reversed(rows)]
         when = grain.happened_at
         chain = earlier[grain.context]
         found[grain.pk] = [pk for pk, at in chain[-count:] if abs(when - at) <= gap]

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from core.bulk import marks
 from core.conf import flux_setting as S
 from graph.algorithms.propagation import Activation, Ranked, RankInput, rank
 from graph.algorithms.ranker import (
@@ -30,7 +31,7 @@ def ranker_weights(keys: list[str]) -> dict[str, float]:
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {quote('key')}, weight FROM {quote(RankerWeight._meta.db_table)} "
-                       f"WHERE {quote('key')} IN ({', '.join(['%s'] * len(keys))})", keys)
+                       f"WHERE {quote('key')} IN ({marks(keys)})", keys)
         return dict(cursor.fetchall())
 
 

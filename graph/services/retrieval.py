@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core import metrics
 from core.booth import Booth, inline
-from core.bulk import bulk_insert, bulk_set
+from core.bulk import bulk_insert, bulk_set, marks
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
 from grains.activity import activity_record_many
@@ -254,7 +254,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
         values = [query, who.pk, limit, entries, len(acts), _when(now)]
         if trace_id is not None:  # reserved ahead
             columns, values = f"id, {columns}", [trace_id, *values]
-        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({', '.join(['%s'] * len(values))}) RETURNING id",
+        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id",
                        values)
         trace_id = cursor.fetchone()[0]
         bulk_insert(TraceItem, [
@@ -296,9 +296,8 @@ def _touch(cursor: CursorWrapper, ids: list[int], now: datetime) -> None:
     memorylessly, so it is not written back."""
     if not ids:
         return
-    marks = ", ".join(["%s"] * len(ids))
-    cursor.execute(f"UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + 1 WHERE id IN ({marks})",
-                   [_when(now), *ids])
+    cursor.execute("UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + 1 "
+                   f"WHERE id IN ({marks(ids)})", [_when(now), *ids])
     asleep = grains_in_status(ids, (Status.DORMANT.value, Status.ARCHIVED.value))
     if asleep:
         changes = Changes(now)
