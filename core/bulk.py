@@ -59,10 +59,12 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
                 obj._state.adding, obj._state.db = False, connection.alias
 
 
-def bulk_fetch(model: type[models.Model], where: str, params: Sequence[object]) -> list[models.Model]:
+def bulk_fetch(model: type[models.Model], where: str, params: Sequence[object], *,
+               fields: Sequence[str] = ()) -> list[models.Model]:
     """The rows of ``model`` that ``where`` (SQL, ``%s`` for each of ``params``) selects, as model instances with
-    the values the ORM would give them (the backend's converters applied: dates aware, JSON decoded)."""
-    select, names, converting = _reading(connections[DEFAULT_DB_ALIAS], model)
+    the values the ORM would give them (the backend's converters applied: dates aware, JSON decoded). With
+    ``fields`` only those and the id are read, the others deferred (as ``only()``)."""
+    select, names, converting = _reading(connections[DEFAULT_DB_ALIAS], model, frozenset(fields))
     with connection.cursor() as cursor:
         cursor.execute(f"{select} WHERE {where}", params)
         rows = cursor.fetchall()
@@ -80,13 +82,15 @@ def bulk_fetch(model: type[models.Model], where: str, params: Sequence[object]) 
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per connection (one a thread): model -> plan
 
 
-def _reading(conn: BaseDatabaseWrapper, model: type[models.Model]) -> tuple[str, list[str], list[tuple]]:
-    """How ``bulk_fetch`` reads rows of ``model`` on ``conn``: the SELECT, the attribute names and, for each
-    column that needs them, its converters (looked up once: that is most of what the ORM spends per query)."""
+def _reading(conn: BaseDatabaseWrapper, model: type[models.Model],
+             only: frozenset[str]) -> tuple[str, list[str], list[tuple]]:
+    """How ``bulk_fetch`` reads rows of ``model`` (``only`` those fields, if any) on ``conn``: the SELECT, the
+    attribute names and, for each column that needs them, its converters (looked up once: that is most of what
+    the ORM spends per query)."""
     plans = _plans.setdefault(conn, {})
-    if model not in plans:
+    if (model, only) not in plans:
         opts, quote = model._meta, conn.ops.quote_name
-        fields = opts.concrete_fields
+        fields = [f for f in opts.concrete_fields if not only or f.primary_key or f.name in only]
         converting = []
         for i, field in enumerate(fields):
             column = field.get_col(opts.db_table)
@@ -94,8 +98,8 @@ def _reading(conn: BaseDatabaseWrapper, model: type[models.Model]) -> tuple[str,
             if converters:
                 converting.append((i, column, converters))
         select = f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(opts.db_table)}"
-        plans[model] = (select, [f.attname for f in fields], converting)
-    return plans[model]
+        plans[model, only] = (select, [f.attname for f in fields], converting)
+    return plans[model, only]
 
 
 def _adapter(field: models.Field) -> Callable[[object], object]:

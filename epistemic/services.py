@@ -68,6 +68,9 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
     return conduit, True
 
 
+WHEN_FIELDS = ("content", "occurred_at", "created_at")  # what the rules read of a grain
+
+
 def when(grain: Grain) -> float:
     return grain.happened_at.timestamp()
 
@@ -107,7 +110,7 @@ def relations_find(grains: list[Grain], near: dict[int, list[tuple[int, float]]]
     pairs = near_pairs(grains, near)
     texts = {g.pk: (g.content, when(g)) for g in grains}
     wanted = [gid for pair in pairs for gid in pair if gid not in texts]
-    texts.update((gid, (g.content, when(g))) for gid, g in grains_by_id(set(wanted)).items())
+    texts.update((gid, (g.content, when(g))) for gid, g in grains_by_id(set(wanted), WHEN_FIELDS).items())
     found = []
     for old_id, new_id in pairs:
         if old_id not in texts or new_id not in texts:

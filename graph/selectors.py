@@ -134,11 +134,12 @@ def abstraction_sources(ids: Sequence[int]) -> dict[int, list[int]]:
     return out
 
 
-def grains_by_id(ids: Iterable[int]) -> Mapping[int, Grain]:
-    """The grains of ``ids`` that exist, by id (plain SQL: every retrieval reads its answer's rows)."""
+def grains_by_id(ids: Iterable[int], fields: Sequence[str] = ()) -> Mapping[int, Grain]:
+    """The grains of ``ids`` that exist, by id (plain SQL: every retrieval reads its answer's rows); with
+    ``fields``, only those are read."""
     out: dict[int, Grain] = {}
     for chunk in _chunks(list(ids)):
-        out.update((g.pk, g) for g in bulk_fetch(Grain, f"id IN ({marks(chunk)})", chunk))
+        out.update((g.pk, g) for g in bulk_fetch(Grain, f"id IN ({marks(chunk)})", chunk, fields=fields))
     return out
 
 

@@ -33,3 +33,13 @@ def test_rows_read_in_bulk_equal_the_orms(t0):
     assert _fields(item) == _fields(TraceItem.objects.get(trace=trace))  # JSON decoded
     assert item.features == {"length": 0.25}
     assert bulk_fetch(Grain, "id = %s", [max(stored) + 1]) == []
+
+
+@pytest.mark.django_db
+def test_only_the_fields_asked_for_are_read(t0, django_assert_num_queries):
+    gid = grain_store(content="Ana planted tulips", caller="ana:chat", now=t0).grain.pk
+    with django_assert_num_queries(1):
+        grain, = bulk_fetch(Grain, "id = %s", [gid], fields=["content", "created_at"])
+        assert (grain.pk, grain.content, grain.created_at) == (gid, "Ana planted tulips", t0)
+    assert grain.get_deferred_fields() >= {"status", "weight", "occurred_at"}
+    assert grain.status == "active"  # a deferred field is read when asked for, as with only()
