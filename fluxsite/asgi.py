@@ -8,22 +8,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
 admin = get_asgi_application()
 
 from django.conf import settings  # noqa: E402 - after Django is set up
-from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 
+from fluxsite.api_handler import ApiHandler  # noqa: E402
 
-class _ApiHandler(ASGIHandler):
-    """Django's ASGI handler with the API's middleware chain (settings.API_MIDDLEWARE) instead of the admin's."""
-
-    def load_middleware(self, is_async: bool = False) -> None:
-        full = settings.MIDDLEWARE
-        settings.MIDDLEWARE = settings.API_MIDDLEWARE  # read by the base class, once, at start
-        try:
-            super().load_middleware(is_async)
-        finally:
-            settings.MIDDLEWARE = full
-
-
-api = _ApiHandler()
+api = ApiHandler()
 
 
 async def application(scope: dict, receive: object, send: object) -> None:
