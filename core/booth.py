@@ -166,7 +166,11 @@ class Booth:
             if wait > 0:
                 time.sleep(wait)
             if batched:
-                batch = batch or _Batch(self._commit_s)
+                try:
+                    batch = batch or _Batch(self._commit_s)
+                except BaseException as exc:  # noqa: BLE001 - no transaction to write in (e.g. the disk failed)
+                    future.set_exception(exc)
+                    continue
                 batch.run(fn, future)
                 if not batch.open:
                     batch = batch.commit()

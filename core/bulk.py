@@ -61,9 +61,10 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
 
 def bulk_fetch(model: type[models.Model], where: str, params: Sequence[object], *,
                fields: Sequence[str] = ()) -> list[models.Model]:
-    """The rows of ``model`` that ``where`` (SQL, ``%s`` for each of ``params``) selects, as model instances with
-    the values the ORM would give them (the backend's converters applied: dates aware, JSON decoded). With
-    ``fields`` only those and the id are read, the others deferred (as ``only()``)."""
+    """The rows of ``model`` that ``where`` (SQL, ``%s`` for each of ``params``; an ORDER BY or LIMIT may follow
+    the condition) selects, as model instances with the values the ORM would give them (the backend's converters
+    applied: dates aware, JSON decoded). With ``fields`` only those and the id are read, the others deferred (as
+    ``only()``)."""
     select, names, converting = _reading(connections[DEFAULT_DB_ALIAS], model, frozenset(fields))
     with connection.cursor() as cursor:
         cursor.execute(f"{select} WHERE {where}", params)

@@ -148,8 +148,7 @@ def grain_contents(ids: Sequence[int]) -> dict[int, str]:
     out: dict[int, str] = {}
     with connection.cursor() as cursor:
         for chunk in _chunks(list(ids)):
-            cursor.execute(f"SELECT id, content FROM grains_grain WHERE id IN ({marks(chunk)})",
-                           chunk)
+            cursor.execute(f"SELECT id, content FROM grains_grain WHERE id IN ({marks(chunk)})", chunk)
             out.update(cursor.fetchall())
     return out
 

@@ -58,7 +58,8 @@ def _context_neighbours(grains: list[Grain]) -> dict[int, list[int]]:
             continue
         if grain.context not in earlier:  # plain SQL: every store with a context asks
             rows = bulk_fetch(Grain, f"context = %s AND id < %s AND status IN ({marks(RETRIEVABLE)}) "
-                              "ORDER BY id DESC LIMIT %s", [grain.context, grain.pk, *RETRIEVABLE, count])
+                              "ORDER BY id DESC LIMIT %s", [grain.context, grain.pk, *RETRIEVABLE, count],
+                              fields=("occurred_at", "created_at"))
             earlier[grain.context] = [(g.pk, g.happened_at) for g in reversed(rows)]
         when = grain.happened_at
         chain = earlier[grain.context]
