@@ -97,7 +97,8 @@ class Booth:
         return future
 
     def _linger(self, fn: Callable[[], T], future: Future[T]) -> None:
-        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S, True))
+        batched = self._commit_s > 0  # committed with the others of commit_seconds
+        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S, batched))
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until the writes queued so far have run, committed or not (a benchmark's pause between two
@@ -153,13 +154,14 @@ class Booth:
         while True:
             try:
                 job = self._jobs.get(timeout=batch.remaining() if batch is not None else None)
-            except queue.Empty:
-                batch = batch.commit() if batch is not None else None
+            except queue.Empty:  # the batch's time is up (without one, the wait has no timeout)
+                batch.commit()
+                batch = None
                 continue
             priority, _, fn, future, counted, not_before, batched = job
-            batched = batched and self._commit_s > 0
             if batch is not None and not (batched and batch.open):
-                batch = batch.commit()
+                batch.commit()
+                batch = None
             if priority == STOP:
                 return
             wait = not_before - time.monotonic()
@@ -173,7 +175,8 @@ class Booth:
                     continue
                 batch.run(fn, future)
                 if not batch.open:
-                    batch = batch.commit()
+                    batch.commit()
+                    batch = None
                 continue
             try:
                 if future.set_running_or_notify_cancel():
@@ -217,8 +220,7 @@ class _Batch:
             self._failed = True  # committed at once: what follows starts afresh
 
     def commit(self) -> None:
-        """Commit (or, if the transaction was spoiled, roll back and fail every write of it); None, for the
-        writer's ``batch = batch.commit()``."""
+        """Commit (or, if the transaction was spoiled, roll back and fail every write of it)."""
         error: BaseException | None = None
         try:
             if connection.needs_rollback:
@@ -233,7 +235,6 @@ class _Batch:
                 future.set_result(result)
             else:
                 future.set_exception(error)
-        return None
 
 
 def _with_connections(fn: Callable[[], T]) -> T:
