@@ -45,7 +45,7 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
     quote = connection.ops.quote_name
     head = f"INSERT INTO {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
     tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {quote(opts.pk.column)}"
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    row = f"({marks(fields)})"
     size = max(1, connection.ops.bulk_batch_size(fields, objects))
     with connection.cursor() as cursor:
         for start in range(0, len(objects), size):

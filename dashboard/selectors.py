@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from django.db import connection
 from django.db.models import Count
 
+from core.bulk import marks
 from core.conf import flux_setting as S
 from core.errors import InvalidInput, NotFound
 from dashboard.layout import Disc, cluster_discs, member_positions
@@ -92,7 +93,7 @@ def _cluster_edges() -> list[dict]:
     sql = ("SELECT COALESCE(s.cluster_id, 0), COALESCE(t.cluster_id, 0), COUNT(*), AVG(c.weight) "
            "FROM graph_conduit c JOIN grains_grain s ON s.id = c.source_id JOIN grains_grain t ON t.id = c.target_id "
            "WHERE COALESCE(s.cluster_id, 0) <> COALESCE(t.cluster_id, 0) "
-           f"AND s.status IN ({','.join(['%s'] * len(SHOWN))}) AND t.status IN ({','.join(['%s'] * len(SHOWN))}) "
+           f"AND s.status IN ({marks(SHOWN)}) AND t.status IN ({marks(SHOWN)}) "
            "GROUP BY 1, 2")
     pairs: Counter = Counter()
     weights: dict[tuple[int, int], float] = defaultdict(float)

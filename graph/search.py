@@ -14,6 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
+from core.bulk import marks
 from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, rare_terms, terms
 from graph.selectors import grains_in_status
@@ -51,7 +52,6 @@ class Fts5Search:
         word_lists = [terms(q, max_terms=64) for q in queries]
         if not statuses or not any(word_lists):
             return [[] for _ in queries]
-        marks = ",".join("%s" for _ in statuses)
         # Learned cues (column 2) count for CUE_WEIGHT of what the same words count for in the content.
         bm25 = f"bm25(grain_fts, 1.0, {float(S('CUE_WEIGHT'))!r})"
         # Ranked first, the status looked up for the best few after: joining every match with its grain's row
@@ -60,7 +60,7 @@ class Fts5Search:
         best = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f WHERE grain_fts MATCH %s "
                 f"ORDER BY {bm25}, f.rowid LIMIT %s")
         joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
-                  f"WHERE grain_fts MATCH %s AND g.status IN ({marks}) ORDER BY {bm25}, f.rowid LIMIT %s")
+                  f"WHERE grain_fts MATCH %s AND g.status IN ({marks(statuses)}) ORDER BY {bm25}, f.rowid LIMIT %s")
         results = []
         with connection.cursor() as cursor:
             for chosen in self._choose(cursor, word_lists, max_terms):
@@ -221,8 +221,7 @@ _common = _CommonTerms()
 def _doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: ANN001 - a DB cursor
     """Document frequencies of ``stems`` from the FTS5 vocabulary table; stems it lacks are left out."""
     def look_up(missing: list[str]) -> dict[str, int]:
-        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({','.join(['%s'] * len(missing))})",
-                       missing)
+        cursor.execute(f"SELECT term, doc FROM grain_fts_vocab WHERE term IN ({marks(missing)})", missing)
         return dict(cursor.fetchall())
 
     return _cached_doc_freq(stems, total, look_up)

@@ -254,8 +254,7 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
         values = [query, who.pk, limit, entries, len(acts), _when(now)]
         if trace_id is not None:  # reserved ahead
             columns, values = f"id, {columns}", [trace_id, *values]
-        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id",
-                       values)
+        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id", values)
         trace_id = cursor.fetchone()[0]
         bulk_insert(TraceItem, [
             TraceItem(trace_id=trace_id, grain_id=r.activation.grain_id, rank=i, score=r.score,

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from bench.evaluation import Question, Scores, questions, split_by_sample, turns
 from bench.instance import temporary_database
+from core.bulk import marks
 from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, terms
 from graph.models import RELATION_KINDS, Conduit
@@ -225,7 +226,7 @@ def bm25_unstemmed(asked: list[Question], grain_of: dict[tuple[str, str], int]) 
         cursor.execute("CREATE VIRTUAL TABLE temp.eval_unstemmed USING fts5("
                        "content, tokenize='unicode61 remove_diacritics 2')")
         cursor.execute("INSERT INTO temp.eval_unstemmed(rowid, content) SELECT id, content FROM grains_grain "
-                       f"WHERE status IN ({','.join(['%s'] * len(RETRIEVABLE))})", list(RETRIEVABLE))
+                       f"WHERE status IN ({marks(RETRIEVABLE)})", list(RETRIEVABLE))
         for q in tqdm(asked, desc="asking BM25 without stemming", unit="q", file=sys.stderr):
             words = terms(q.text, S("QUERY_MAX_TERMS"))
             found = []
