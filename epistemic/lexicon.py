@@ -21,7 +21,11 @@ CONTRACTIONS = [
     (r"\bwanna\b", "want to"), (r"\bgotta\b", "got to"), (r"\b([ap])\.m\.?", r"\1m"),
     (r"(\d)\s+([ap]m)\b", r"\1\2"), (r"\bany more\b", "anymore"),
 ]
-COMPILED_CONTRACTIONS = [(re.compile(p, re.I), r) for p, r in CONTRACTIONS]
+# What a text must hold, lower-cased, for each pattern above to match it (each needle is implied by its pattern;
+# none holds a letter that matches another one case-insensitively, as "s" does the long s).
+_NEEDLES = [("n't",), ("n't",), ("n't",), ("n't",), ("'m",), ("'re",), ("'ve",), ("'ll",), ("'d",), ("'",), ("'",),
+            ("'", "cuz", "coz"), ("gonna",), ("wanna",), ("gotta",), (".m",), ("am", "pm"), ("any more",)]
+COMPILED_CONTRACTIONS = [(re.compile(p, re.I), r, n) for (p, r), n in zip(CONTRACTIONS, _NEEDLES, strict=True)]
 # Every repetition that could run over a long stretch of the text is bounded or cannot overlap what follows it,
 # so findall stays linear in the text's length (an e-mail's local part is at most 64 characters).
 TOKEN = re.compile(

@@ -7,13 +7,13 @@ unclear is no relation.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from . import lexicon as lx
 from .causes import caused_by
 from .lexicon import DEPARTED, END, START
 from .statements import Statement, read
+from .words import CONTACT
 
 EXTENDS_DEPARTED = {"residence", "employer", "school", "partner"}  # what "left X" can end
 WHEN = {"w", "r", "d", "y", "m"}  # atom kinds that say when
@@ -149,7 +149,7 @@ def _acronym(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
 
 
 def _value_kind(words: set[str]) -> str:
-    if any("@" in t or re.fullmatch(r"\+?\d[\d-]{5,}\d", t) for t in words):
+    if any("@" in t or CONTACT.fullmatch(t) for t in words):
         return "contact"
     if all(t.isdigit() for t in words):
         return "number"

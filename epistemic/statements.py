@@ -6,8 +6,9 @@ reads as no statement, so the rules say nothing about it rather than guess.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from . import lexicon as lx
@@ -143,13 +144,17 @@ def _possessed(clause: _Clause, owned: list[str]) -> Statement | None:
 
 def _lexicon(text: str, kind: str, copula: bool) -> tuple[int, lx.Predicate] | None:
     """(words used, predicate) for the first known verb phrase that starts `text`."""
-    for pattern, predicate in lx.COMPILED:
-        if not _fits(predicate, kind, copula):
-            continue
+    for pattern, predicate in _fitting(kind, copula):
         m = pattern.match(text)
         if m:
             return len(m.group(0).split()), predicate
     return None
+
+
+@cache
+def _fitting(kind: str, copula: bool) -> tuple[tuple[re.Pattern, lx.Predicate], ...]:
+    """The known verb phrases a subject of ``kind`` may take, in order (with or without a copula before them)."""
+    return tuple((pattern, p) for pattern, p in lx.COMPILED if _fits(p, kind, copula))
 
 
 def _fits(p: lx.Predicate, kind: str, copula: bool) -> bool:

@@ -44,6 +44,12 @@ _TITLES = frozenset("dr. mr. mrs. ms. st. jr. sr. prof. vs. etc. e.g. i.e.".spli
 # A dash between words separates clauses. Each alternative starts only where whitespace starts, so a long run of
 # spaces is scanned once, not once per space (linear time on any input).
 _DASH = re.compile(r"(?<!\s)\s*[\u2014\u2013]\s*|(?<!\s)\s+-+\s+")
+_COMPOUND = re.compile(r"[a-z]+-[a-z]+")  # "forty-two"
+CONTACT = re.compile(r"\+?\d[\d-]{5,}\d")  # a phone number
+_CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?([ap]m)?")
+_DAY_OF_MONTH = re.compile(r"\d{1,2}(?!\d)")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_NUMBER = re.compile(r"(\d+)(?:st|nd|rd|th)?")
 
 
 def sentences(text: str) -> list[str]:
@@ -65,8 +71,12 @@ def _ends_with_title(part: str) -> bool:
 def normalise(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     text = _DASH.sub(", ", text)
-    for pattern, repl in lx.COMPILED_CONTRACTIONS:
-        text = pattern.sub(repl, text)
+    lowered = text.lower()
+    for pattern, repl, needles in lx.COMPILED_CONTRACTIONS:
+        if any(n in lowered for n in needles):  # most texts have none of a pattern's needles: no regex run
+            changed = pattern.sub(repl, text)
+            if changed != text:
+                text, lowered = changed, changed.lower()
     return text
 
 
@@ -76,7 +86,7 @@ def tokens(text: str) -> tuple[list[str], list[bool]]:
     caps: list[bool] = []
     for raw in lx.TOKEN.findall(text):
         low = raw.lower()
-        compound = re.fullmatch(r"[a-z]+-[a-z]+", low) and low.split("-")[0] in lx.NUMBER_WORDS
+        compound = "-" in low and _COMPOUND.fullmatch(low) and low.split("-")[0] in lx.NUMBER_WORDS
         for part in low.split("-") if compound else [low]:
             number = lx.NUMBER_WORDS.get(part)
             if number is not None and toks and toks[-1].isdigit() and _joins(int(toks[-1]), number):
@@ -273,7 +283,7 @@ def looks_like_org(value: list[str], caps: list[bool]) -> bool:
 
 def _time(t: str) -> str | None:
     """"3pm" -> "15:00", "9:30" -> "09:30"; a bare number is no time."""
-    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?([ap]m)?", t)
+    m = _CLOCK.fullmatch(t)
     if not m or not (m.group(2) or m.group(3)):
         return None
     hour = int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0) if m.group(3) else int(m.group(1))
@@ -292,18 +302,18 @@ def _atom(value: list[str], caps: list[bool], k: int) -> str | None:
         return f"t:{lx.CLOCK_WORDS[t]}"
     if _time(t):
         return f"t:{_time(t)}"
-    if "@" in t or re.fullmatch(r"\+?\d[\d-]{5,}\d", t):
+    if "@" in t or CONTACT.fullmatch(t):
         return f"c:{t}"
     if t in lx.MONTHS.values() or t in lx.MONTHS:
-        day = re.match(r"\d{1,2}(?!\d)", nxt) or re.match(r"\d{1,2}(?!\d)", prev)
+        day = _DAY_OF_MONTH.match(nxt) or _DAY_OF_MONTH.match(prev)
         return f"d:{lx.MONTHS[t[:3]]}-{int(day.group(0))}" if day else f"m:{lx.MONTHS[t[:3]]}"
     if t in lx.WEEKDAYS or t[:-1] in lx.WEEKDAYS and t.endswith("s"):
         return f"w:{t.removesuffix('s') if t not in lx.WEEKDAYS else t}"
     if t in lx.DAY_WORDS or t in lx.RELATIVE and prev in {"last", "next", "this"}:
         return f"r:{prev}-{t}" if prev in {"last", "next", "this"} else f"r:{t}"
-    if re.fullmatch(r"(?:19|20)\d\d", t):
+    if _YEAR.fullmatch(t):
         return f"y:{t}"
-    number = re.fullmatch(r"(\d+)(?:st|nd|rd|th)?", t)
+    number = _NUMBER.fullmatch(t)
     if number:
         beside_month = prev in lx.MONTHS.values() or nxt in lx.MONTHS.values() or prev in lx.MONTHS
         return None if beside_month else f"n:{int(number.group(1))}"
