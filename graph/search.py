@@ -61,16 +61,17 @@ class Fts5Search:
                 f"ORDER BY {bm25}, f.rowid LIMIT %s")
         joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
                   f"WHERE grain_fts MATCH %s AND g.status IN ({marks(statuses)}) ORDER BY {bm25}, f.rowid LIMIT %s")
-        results = []
         with connection.cursor() as cursor:
-            for chosen in self._choose(cursor, word_lists, max_terms):
-                if not chosen:
-                    results.append([])
-                    continue
-                expression = fts5_or(chosen)
-                cursor.execute(best, [expression, limit * FIRST_PASS])
-                rows = cursor.fetchall()
-                wanted = grains_in_status([gid for gid, _ in rows], statuses)
+            expressions = [fts5_or(chosen) if chosen else None for chosen in self._choose(cursor, word_lists, max_terms)]
+            ranked = []
+            for expression in expressions:
+                if expression is not None:
+                    cursor.execute(best, [expression, limit * FIRST_PASS])
+                ranked.append(cursor.fetchall() if expression is not None else [])
+            # The statuses of every query's best, looked up together (a store searches for each of its grains).
+            wanted = grains_in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
+            results = []
+            for expression, rows in zip(expressions, ranked, strict=True):
                 hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
                 if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
                     cursor.execute(joined, [expression, *statuses, limit])
@@ -83,10 +84,15 @@ class Fts5Search:
         words = sorted({w for ws in word_lists for w in ws})
         if not words:
             return [[] for _ in word_lists]
-        cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(words, 1)))
-        cursor.execute("SELECT doc, term FROM temp.flux_probe_vocab")
-        stems = {words[doc - 1]: term for doc, term in cursor.fetchall()}
-        cursor.execute("INSERT INTO temp.flux_probe(flux_probe) VALUES ('delete-all')")
+
+        def look_up(missing: list[str]) -> dict[str, str]:
+            cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(missing, 1)))
+            cursor.execute("SELECT doc, term FROM temp.flux_probe_vocab")
+            found = {missing[doc - 1]: term for doc, term in cursor.fetchall()}
+            cursor.execute("INSERT INTO temp.flux_probe(flux_probe) VALUES ('delete-all')")
+            return found
+
+        stems = _stems.of("fts5", words, look_up)
         cursor.execute("SELECT max(id) FROM grains_grain")  # the grain count, near enough, in O(log n)
         total = cursor.fetchone()[0] or 0
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
@@ -168,8 +174,12 @@ class PostgresSearch:
     ) -> tuple[list[list[str]], dict[str, str], dict[str, int]]:
         """The rare terms of each word list, with the stems and document frequencies, looked up once for all."""
         words = sorted({w for ws in word_lists for w in ws})
-        cursor.execute(_PG_STEMS, [words])
-        stems = {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}  # a stopword has none
+
+        def look_up(missing: list[str]) -> dict[str, str]:
+            cursor.execute(_PG_STEMS, [missing])
+            return {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}  # a stopword has none
+
+        stems = _stems.of("postgresql", words, look_up)
         doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
         chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
@@ -185,6 +195,38 @@ def _idf(grains: int, docs: int) -> float:
 def _tsquery_lexeme(lexeme: str) -> str:
     """``lexeme`` quoted as tsquery input, which takes it as it is (not parsed or stemmed again)."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+class _Stems:
+    """Each word's stem by the index's tokenizer (or that it has none), remembered per backend.
+
+    A tokenizer is fixed for the life of a database, so a word is stemmed
+    through it once; the words of queries and stored grains repeat, and a
+    round trip to the tokenizer costs more than the lookups it spares.
+    At most ``limit`` words are kept; then the memory starts again.
+    """
+
+    limit = 100_000
+
+    def __init__(self) -> None:
+        self._by_backend: dict[str, dict[str, str | None]] = {}
+
+    def of(self, backend: str, words: list[str], look_up: Callable[[list[str]], dict[str, str]]) -> dict[str, str]:
+        """The stems of those of ``words`` that have one; ``look_up`` stems the words not known yet."""
+        known = self._by_backend.setdefault(backend, {})
+        stems = {w: known[w] for w in words if w in known}
+        missing = [w for w in words if w not in known]
+        if missing:
+            found = look_up(missing)
+            fresh = {w: found.get(w) for w in missing}
+            if len(known) + len(fresh) > self.limit:
+                known.clear()
+            known.update(fresh)
+            stems.update(fresh)
+        return {w: stem for w, stem in stems.items() if stem is not None}
+
+
+_stems = _Stems()
 
 
 class _CommonTerms:

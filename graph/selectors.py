@@ -156,12 +156,15 @@ def grain_contents(ids: Sequence[int]) -> dict[int, str]:
 def grains_in_status(ids: Sequence[int], statuses: Sequence[str]) -> set[int]:
     """Those of ``ids`` whose status is in ``statuses`` (plain SQL: entry search and every retrieval's trace
     ask it)."""
-    if not ids or not statuses:
-        return set()
+    out: set[int] = set()
+    if not statuses:
+        return out
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks(ids)}) "
-                       f"AND status IN ({marks(statuses)})", [*ids, *statuses])
-        return {gid for (gid,) in cursor.fetchall()}
+        for chunk in _chunks(list(ids)):
+            cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks(chunk)}) "
+                           f"AND status IN ({marks(statuses)})", [*chunk, *statuses])
+            out.update(gid for (gid,) in cursor.fetchall())
+    return out
 
 
 def feedback_owed(

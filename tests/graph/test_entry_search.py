@@ -5,8 +5,11 @@ import math
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from grains.models import Grain
+from graph import search as search_module
 from graph.search import entry_search
 from memory.store import grain_store
 
@@ -93,3 +96,45 @@ def test_grains_of_other_statuses_are_passed_over_however_many_rank_first(corpus
     assert [gid for gid, _ in found] == everyone[3:3 + limit]
     both = entry_search().search("garden orchid", limit=limit, statuses=["active", "quarantined"], max_terms=24)
     assert [gid for gid, _ in both] == everyone[:limit]
+
+
+def test_search_many_answers_each_query_as_search_does_alone(corpus):
+    """A store searches for all its grains at once (the statuses of every query's best looked up together)."""
+    Grain.objects.filter(pk=corpus[2]).update(status="quarantined")
+    queries = ["garden orchid", "kettle", "unheard-of words", "heron pond", "garden"]
+    together = entry_search().search_many(queries, limit=2, statuses=["active"], max_terms=24)
+    assert together == [entry_search().search(q, limit=2, statuses=["active"], max_terms=24) for q in queries]
+    assert together[0] == search("garden orchid")[:2] and corpus[2] not in {gid for gid, _ in together[4]}
+
+
+def test_a_word_is_stemmed_by_the_index_once(corpus):
+    """The stems of a query's words are asked of the index's tokenizer the first time only; a stemmed form
+    finds what its stem finds either way."""
+    stems = search_module._stems
+    stems._by_backend.clear()
+    with CaptureQueriesContext(connection) as first:
+        gardens = search("gardens kettles")
+    with CaptureQueriesContext(connection) as again:
+        assert search("gardens kettles") == gardens
+    asked = [q["sql"] for q in first.captured_queries if "flux_probe" in q["sql"] or "to_tsvector" in q["sql"]]
+    assert asked
+    assert not [q for q in again.captured_queries if "flux_probe" in q["sql"] or "to_tsvector" in q["sql"]]
+    assert {gid for gid, _ in gardens} == {gid for gid, _ in search("garden kettle")} == {
+        corpus[0], corpus[1], corpus[2], corpus[3], corpus[4]}
+
+
+def test_the_stems_remembered_are_bounded():
+    stems = search_module._Stems()
+    stems.limit = 3
+    asked: list[list[str]] = []
+
+    def look_up(words: list[str]) -> dict[str, str]:
+        asked.append(words)
+        return {w: w.rstrip("s") for w in words if w != "the"}  # "the" has no stem, as a stopword
+
+    assert stems.of("fts5", ["cats", "the"], look_up) == {"cats": "cat"}
+    assert stems.of("fts5", ["the", "cats"], look_up) == {"cats": "cat"} and asked == [["cats", "the"]]
+    assert stems.of("fts5", ["dogs", "hens"], look_up) == {"dogs": "dog", "hens": "hen"}  # 4 > 3: starts again
+    assert stems.of("fts5", ["cats", "dogs"], look_up) == {"cats": "cat", "dogs": "dog"}
+    assert asked == [["cats", "the"], ["dogs", "hens"], ["cats"]]
+    assert stems.of("postgresql", ["dogs"], look_up) == {"dogs": "dog"} and asked[-1] == ["dogs"]  # per backend
