@@ -1,8 +1,13 @@
 """The epistemic rules on literal grain pairs: pure functions, no database."""
 from __future__ import annotations
 
+import itertools
+import random
+
 from bench.epistemic_evaluate import score
 from bench.epistemic_examples import LABELLED_PAIRS, UNRELATED
+from epistemic import lexicon as lx
+from epistemic import words as w
 from epistemic.rules import Relation, relation_between
 from epistemic.statements import read
 
@@ -163,3 +168,24 @@ def test_held_out_pairs_written_after_the_rules_keep_precision_and_fire_on_no_un
     assert result["unrelated_fired"] == 0
     assert result["kinds"]["overall"]["precision"] >= 0.9
     assert result["kinds"]["overall"]["recall"] >= 0.6
+
+
+def test_contractions_are_expanded_as_every_pattern_run_on_every_text_would():
+    """normalise runs a contraction's pattern only on texts holding one of its needles: a needle a pattern does
+    not imply (or a letter the pattern matches in another case, as "s" the long s) would leave one unexpanded."""
+    def every_pattern(text: str) -> str:
+        text = text.replace("\u2019", "'").replace("\u2018", "'")
+        text = w._DASH.sub(", ", text)
+        for pattern, repl, _ in lx.COMPILED_CONTRACTIONS:
+            text = pattern.sub(repl, text)
+        return text
+
+    pieces = ["I", "HE", "it", "can't", "WON'T", "Ain\u2019t", "isn't", "'M", "'re", "'VE", "'ll", "'D", "that's",
+              "LET'S", "'cause", "CUZ", "coz", "GONNA", "wanna", "Gotta", "5", "A.M.", "p.m", "PM", "any more",
+              "ANY MORE", "ha\u017f", "he'\u017f", "a\u0130n't", "\u212aan't", "-", "\u2014", " ", ",", "x"]
+    random.seed(5)
+    texts = [" ".join(random.choice(pieces) for _ in range(random.randint(1, 9))) for _ in range(3000)]
+    texts += [" ".join(pair) for pair in itertools.product(pieces, repeat=2)]
+    changed = [t for t in texts if every_pattern(t) != t]
+    assert len(changed) > 1000  # the texts do hold contractions
+    assert [w.normalise(t) for t in texts] == [every_pattern(t) for t in texts]
