@@ -3,8 +3,8 @@
 Retrieval reads, for a few hundred grains, their conduits with decayed
 weights and their rank inputs; through SQL that is a query per hop and
 thousands of rows turned into Python objects each time. The mirror keeps the
-same facts in dictionaries (per grain: its rank fields; per conduit: its ends,
-weight, stamps, kind and direction; per grain the ids of its conduits) and
+same facts in memory (per grain: its rank fields; per conduit: its ends,
+weight, stamps, kind and direction; per grain its conduits, packed) and
 answers the same questions as ``graph.selectors`` does with the same results:
 ``neighbours``, ``rank_inputs``, ``related`` (contradictions, abstractions'
 sources). Lazy decay is computed from the stamps, as the SQL path does. It is
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -61,36 +62,57 @@ class GraphMirror:
     def __init__(self) -> None:
         self.grains: dict[int, GrainRow] = {}
         self.conduits: dict[int, ConduitRow] = {}
-        # grain id -> ids of the conduits at either end (a dict: ordered, for the same result in every process)
-        self._by_grain: dict[int, dict[int, None]] = {}
+        # Per grain, the conduits at either end of it in the order they were put (the same order in every
+        # process), packed so that they lie side by side in memory: at 1,000,000 grains, following an object per
+        # conduit and per grain costs a cache miss at each step. (other end, conduit id, flags) triples, flags
+        # being SENDS | SOURCE | kind code << 2, and (weight, created, decayed) triples. Beside them each grain's
+        # status as a code, by grain id (0: no such grain).
+        self._incident: dict[int, tuple[array, array]] = {}
+        self._status = bytearray()
+        self._statuses = _Codes()
+        self._kinds = _Codes()
         self._lock = threading.RLock()
 
     def put_grain(self, gid: int, row: GrainRow) -> None:
         with self._lock:
             self.grains[gid] = row
+            if gid >= len(self._status):
+                self._status.extend(bytes(max(gid + 1, len(self._status) * 5 // 4) - len(self._status)))
+            self._status[gid] = self._statuses.code(row.status)
 
     def drop_grain(self, gid: int) -> None:
         with self._lock:
             self.grains.pop(gid, None)
+            if gid < len(self._status):
+                self._status[gid] = 0
 
     def put_conduit(self, cid: int, row: ConduitRow) -> None:
         with self._lock:
             self.drop_conduit(cid)
             self.conduits[cid] = row
-            self._by_grain.setdefault(row.source, {})[cid] = None
-            self._by_grain.setdefault(row.target, {})[cid] = None
+            kind = self._kinds.code(row.kind) << 2
+            stamps = (row.weight, row.created_at, row.decayed_at)
+            ends = ((row.source, row.target, SENDS | SOURCE | kind), (row.target, row.source,
+                                                                    (0 if row.directed else SENDS) | kind))
+            for here, there, flags in ends[:1] if row.source == row.target else ends:  # a loop is one conduit
+                packed = self._incident.get(here)
+                if packed is None:
+                    packed = self._incident[here] = (array("q"), array("d"))
+                ids, values = packed
+                ids.extend((there, cid, flags))
+                values.extend(stamps)
 
     def drop_conduit(self, cid: int) -> None:
         with self._lock:
             row = self.conduits.pop(cid, None)
             if row is None:
                 return
-            for end in (row.source, row.target):
-                ids = self._by_grain.get(end)
-                if ids is not None:
-                    ids.pop(cid, None)
-                    if not ids:
-                        del self._by_grain[end]
+            for end in {row.source, row.target}:
+                ids, values = self._incident[end]
+                k = ids[1::3].index(cid)
+                del ids[3 * k: 3 * k + 3], values[3 * k: 3 * k + 3]
+                if not ids:
+                    del self._incident[end]
 
     def touched(self, ids: Iterable[int], now: float) -> None:
         """Grains just returned by a retrieval of this process: accessed ``now``."""
@@ -114,39 +136,36 @@ class GraphMirror:
         the edges whose stored weight is not under ``floor(grain, count)`` (all without a floor), decayed."""
         with self._lock:
             out: dict[int, Reach] = {}
-            allowed = set(statuses)
-            conduits, grains = self.conduits, self.grains
+            status, names, known = self._status, self._statuses.names, len(self._status)
+            allowed = bytes(code > 0 and name in statuses for code, name in enumerate(names))
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
             for here in ids:
+                packed = self._incident.get(here)
+                if packed is None:
+                    continue
+                ends, values = packed
                 # the floor at degree 1 is the lowest there is: only the conduits above it are looked at again
                 degree, found, loose = 0, [], -math.inf if floor is None else floor(here, 1)
-                for cid in self._by_grain.get(here, ()):
-                    c = conduits[cid]
-                    if c.source == here:
-                        there = c.target
-                    elif not c.directed:
-                        there = c.source
-                    else:
-                        continue
-                    grain = grains.get(there)
-                    if grain is not None and grain.status in allowed:
+                for there, cid, flags, weight, created, decayed in zip(
+                        ends[::3], ends[1::3], ends[2::3], values[::3], values[1::3], values[2::3], strict=True):
+                    code = status[there] if there < known else 0
+                    if flags & SENDS and allowed[code]:
                         degree += 1
-                        if c.weight >= loose:
-                            found.append((c, there, grain.status, cid))
+                        if weight >= loose:
+                            found.append((there, cid, weight, created, decayed, code))
                 if not degree:
                     continue
                 cut = floor(here, degree) if floor is not None else -math.inf
                 edges = []
-                for c, there, status, cid in found:
-                    weight = c.weight
+                for there, cid, weight, created, decayed, code in found:
                     if weight < cut:
                         continue
                     # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
-                    elapsed = now - max(c.decayed_at, c.created_at + grace)
+                    elapsed = now - max(decayed, created + grace)
                     if elapsed > 0 and weight > weight_floor:
                         weight = (weight_floor if half_life <= 0
                                   else weight_floor + (weight - weight_floor) * 0.5 ** (elapsed / half_life))
-                    edges.append(Edge(there, weight, cid, status))
+                    edges.append(Edge(there, weight, cid, names[code]))
                 out[here] = Reach(degree, edges)
             return out
 
@@ -171,16 +190,32 @@ class GraphMirror:
         source of, with ``outgoing_only``), in ascending order."""
         with self._lock:
             out: dict[int, list[int]] = {}
+            wanted = self._kinds.code(kind) << 2
             for gid in ids:
-                found = []
-                for cid in self._by_grain.get(gid, ()):
-                    c = self.conduits[cid]
-                    if c.kind != kind:
-                        continue
-                    if c.source == gid:
-                        found.append(c.target)
-                    elif not outgoing_only:
-                        found.append(c.source)
+                packed = self._incident.get(gid)
+                if packed is None:
+                    continue
+                ends = packed[0]
+                found = [there for there, flags in zip(ends[::3], ends[2::3], strict=True)
+                         if flags & ~3 == wanted and (flags & SOURCE or not outgoing_only)]
                 if found:
                     out[gid] = sorted(found)
             return out
+
+
+SENDS, SOURCE = 1, 2  # a conduit's flags at one end: signal passes along it from here; here is its source
+
+
+class _Codes:
+    """Small numbers for the few names a field takes (statuses, kinds), 0 left for none."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = [""]
+        self._by_name: dict[str, int] = {}
+
+    def code(self, name: str) -> int:
+        found = self._by_name.get(name)
+        if found is None:
+            found = self._by_name[name] = len(self.names)
+            self.names.append(name)
+        return found

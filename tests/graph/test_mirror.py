@@ -1,6 +1,7 @@
 """The in-memory graph mirror answers what the SQL selectors answer, and follows every change to the graph."""
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 
 import pytest
@@ -140,7 +141,7 @@ def test_the_pure_mirror_keeps_directions_statuses_and_its_index_of_conduits():
     view.drop_conduit(10)
     view.drop_conduit(10)  # twice is harmless
     assert view.neighbours([2], statuses=RETRIEVABLE, policy=policy, now=0.0) == {}
-    assert {g: set(c) for g, c in view._by_grain.items()} == {1: {11, 12}, 3: {11}, 4: {12}}
+    assert {g: sorted(ids[1::3]) for g, (ids, _) in view._incident.items()} == {1: [11, 12], 3: [11], 4: [12]}
 
 
 def test_the_mirror_counts_every_traversable_conduit_and_returns_those_not_under_the_floor():
@@ -159,3 +160,63 @@ def test_the_mirror_counts_every_traversable_conduit_and_returns_those_not_under
     found = view.reach([1], floor, statuses=RETRIEVABLE, policy=decay_policy(), now=0.0)[1]
     assert asked[-1] == (1, 3)  # the quarantined grain's conduit is not traversable, so not counted
     assert found.degree == 3 and [e.target for e in found.edges] == [2, 3]
+
+
+def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_order():
+    """Random puts, re-puts and drops of grains and conduits (loops, directed ones, three kinds); after each
+    step the mirror's neighbours (edges in order, weights to the bit) and related grains are those found by
+    walking each grain's conduits, kept in the order they were put, one object at a time."""
+    rng = random.Random(11)
+    view, policy, now = GraphMirror(), decay_policy(), 50 * DAY
+    statuses, rows, order = {}, {}, {}
+    kinds = ("association", "contradicts", "abstracts")
+    loops = directed = 0
+
+    def walked(here: int) -> list[Edge]:
+        edges = []
+        for cid in order.get(here, ()):
+            c = rows[cid]
+            there = c.target if c.source == here else None if c.directed else c.source
+            if there is not None and statuses.get(there) in RETRIEVABLE:
+                edges.append(Edge(there, policy.conduit_weight(c.weight, c.created_at, c.decayed_at, now), cid,
+                                  statuses[there]))
+        return edges
+
+    for step in range(600):
+        move = rng.random()
+        if move < 0.25:
+            gid = rng.randint(1, 25)
+            statuses[gid] = rng.choice(["active", "dormant", "quarantined", "archived"])
+            view.put_grain(gid, GrainRow(statuses[gid], "working", 0.5, 0.8, 0.0, 0.0, None, None, 0, None))
+        elif move < 0.3:
+            gid = rng.randint(1, 25)
+            statuses.pop(gid, None)
+            view.drop_grain(gid)
+        elif move < 0.8:
+            cid = rng.randint(100, 160)
+            row = ConduitRow(rng.randint(1, 25), rng.randint(1, 25), rng.uniform(0.05, 0.95), rng.uniform(0, 40 * DAY),
+                             rng.uniform(0, 45 * DAY), rng.random() < 0.3, rng.choice(kinds))
+            for end in (rows[cid].source, rows[cid].target) if cid in rows else ():
+                order[end].pop(cid, None)
+            rows[cid] = row
+            loops, directed = loops + (row.source == row.target), directed + row.directed
+            for end in (row.source, row.target):
+                order.setdefault(end, {})[cid] = None
+            view.put_conduit(cid, row)
+        else:
+            cid = rng.randint(100, 160)
+            if cid in rows:
+                old = rows.pop(cid)
+                for end in (old.source, old.target):
+                    order[end].pop(cid, None)
+            view.drop_conduit(cid)
+        ids = list(range(0, 27))
+        found = view.neighbours(ids, statuses=RETRIEVABLE, policy=policy, now=now)
+        assert found == {g: walked(g) for g in ids if walked(g)}, step
+        for kind in kinds:
+            for outgoing in (False, True):
+                expected = {g: sorted(rows[c].target if rows[c].source == g else rows[c].source
+                                      for c in order.get(g, ()) if rows[c].kind == kind
+                                      and (rows[c].source == g or not outgoing)) for g in ids}
+                assert view.related(ids, kind, outgoing_only=outgoing) == {g: o for g, o in expected.items() if o}
+    assert loops and directed  # both were put (and dropped) along the way
