@@ -62,12 +62,15 @@ class Fts5Search:
         joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
                   f"WHERE grain_fts MATCH %s AND g.status IN ({marks(statuses)}) ORDER BY {bm25}, f.rowid LIMIT %s")
         with connection.cursor() as cursor:
-            expressions = [fts5_or(chosen) if chosen else None for chosen in self._choose(cursor, word_lists, max_terms)]
-            ranked = []
+            chosen_lists = self._choose(cursor, word_lists, max_terms)
+            expressions = [fts5_or(chosen) if chosen else None for chosen in chosen_lists]
+            ranked: list[list[tuple[int, float]]] = []
             for expression in expressions:
+                rows = []
                 if expression is not None:
                     cursor.execute(best, [expression, limit * FIRST_PASS])
-                ranked.append(cursor.fetchall() if expression is not None else [])
+                    rows = cursor.fetchall()
+                ranked.append(rows)
             # The statuses of every query's best, looked up together (a store searches for each of its grains).
             wanted = grains_in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
             results = []

@@ -38,7 +38,7 @@ class PropagationParams:
         return signal * self.attenuation * self.max_weight * self.relay.get(status, 0.0) >= self.threshold
 
 
-@dataclass
+@dataclass(slots=True)
 class Activation:
     grain_id: int
     signal: float
@@ -158,7 +158,7 @@ def _record_path(acts: dict[int, Activation], source: Activation, edge: Edge, de
         current.path, current.conduits = source.path + (edge.target,), source.conduits + (edge.conduit_id,)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is made for every grain a retrieval reaches, three times faster so
 class RankInput:
     weight: float
     confidence: float
