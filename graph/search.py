@@ -217,8 +217,13 @@ class _Stems:
     def of(self, backend: str, words: list[str], look_up: Callable[[list[str]], dict[str, str]]) -> dict[str, str]:
         """The stems of those of ``words`` that have one; ``look_up`` stems the words not known yet."""
         known = self._by_backend.setdefault(backend, {})
-        stems = {w: known[w] for w in words if w in known}
-        missing = [w for w in words if w not in known]
+        stems, missing = {}, []
+        for w in words:  # one get each: another thread may start the memory again meanwhile
+            stem = known.get(w, _UNKNOWN)
+            if stem is _UNKNOWN:
+                missing.append(w)
+            else:
+                stems[w] = stem
         if missing:
             found = look_up(missing)
             fresh = {w: found.get(w) for w in missing}
@@ -229,6 +234,7 @@ class _Stems:
         return {w: stem for w, stem in stems.items() if stem is not None}
 
 
+_UNKNOWN = object()
 _stems = _Stems()
 
 
