@@ -13,19 +13,20 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# (pattern, replacement, needles): a text holds one of the needles, lower-cased, wherever the pattern matches
+# it, so the pattern runs only on such texts (no needle holds a letter that matches another one
+# case-insensitively, as "s" does the long s).
 CONTRACTIONS = [
-    (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
-    (r"'m\b", " am"), (r"'re\b", " are"), (r"'ve\b", " have"), (r"'ll\b", " will"), (r"'d\b", " would"),
-    (r"\b(he|she|it|that|there|what|who|where|here|how|this)'s\b", r"\1 is"), (r"\blet's\b", "let us"),
-    (r"(?:^|(?<=\s))'cause\b|\bcuz\b|\bcoz\b", "because"), (r"\bgonna\b", "going to"),
-    (r"\bwanna\b", "want to"), (r"\bgotta\b", "got to"), (r"\b([ap])\.m\.?", r"\1m"),
-    (r"(\d)\s+([ap]m)\b", r"\1\2"), (r"\bany more\b", "anymore"),
+    (r"\bcan't\b", "can not", ("n't",)), (r"\bwon't\b", "will not", ("n't",)),
+    (r"\bain't\b", "is not", ("n't",)), (r"n't\b", " not", ("n't",)), (r"'m\b", " am", ("'m",)),
+    (r"'re\b", " are", ("'re",)), (r"'ve\b", " have", ("'ve",)), (r"'ll\b", " will", ("'ll",)),
+    (r"'d\b", " would", ("'d",)), (r"\b(he|she|it|that|there|what|who|where|here|how|this)'s\b", r"\1 is", ("'",)),
+    (r"\blet's\b", "let us", ("'",)), (r"(?:^|(?<=\s))'cause\b|\bcuz\b|\bcoz\b", "because", ("'", "cuz", "coz")),
+    (r"\bgonna\b", "going to", ("gonna",)), (r"\bwanna\b", "want to", ("wanna",)),
+    (r"\bgotta\b", "got to", ("gotta",)), (r"\b([ap])\.m\.?", r"\1m", (".m",)),
+    (r"(\d)\s+([ap]m)\b", r"\1\2", ("am", "pm")), (r"\bany more\b", "anymore", ("any more",)),
 ]
-# What a text must hold, lower-cased, for each pattern above to match it (each needle is implied by its pattern;
-# none holds a letter that matches another one case-insensitively, as "s" does the long s).
-_NEEDLES = [("n't",), ("n't",), ("n't",), ("n't",), ("'m",), ("'re",), ("'ve",), ("'ll",), ("'d",), ("'",), ("'",),
-            ("'", "cuz", "coz"), ("gonna",), ("wanna",), ("gotta",), (".m",), ("am", "pm"), ("any more",)]
-COMPILED_CONTRACTIONS = [(re.compile(p, re.I), r, n) for (p, r), n in zip(CONTRACTIONS, _NEEDLES, strict=True)]
+COMPILED_CONTRACTIONS = [(re.compile(p, re.I), r, needles) for p, r, needles in CONTRACTIONS]
 # Every repetition that could run over a long stretch of the text is bounded or cannot overlap what follows it,
 # so findall stays linear in the text's length (an e-mail's local part is at most 64 characters).
 TOKEN = re.compile(

@@ -157,7 +157,7 @@ def grains_in_status(ids: Sequence[int], statuses: Sequence[str]) -> set[int]:
     """Those of ``ids`` whose status is in ``statuses`` (plain SQL: entry search and every retrieval's trace
     ask it)."""
     out: set[int] = set()
-    if not statuses:
+    if not ids or not statuses:
         return out
     with connection.cursor() as cursor:
         for chunk in _chunks(list(ids)):
