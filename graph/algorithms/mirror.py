@@ -88,7 +88,8 @@ class GraphMirror:
 
     def put_conduit(self, cid: int, row: ConduitRow) -> None:
         with self._lock:
-            self.drop_conduit(cid)
+            if cid in self.conduits:  # replaced: a load puts millions that are not
+                self.drop_conduit(cid)
             self.conduits[cid] = row
             kind = self._kinds.code(row.kind) << 2
             stamps = (row.weight, row.created_at, row.decayed_at)
