@@ -31,7 +31,8 @@ def run_action(page, base: str, listing: str, row: int, action: str, reason: str
     token = page.inner_text("#flux-token")
     page.fill("#flux-reason", reason)
     page.fill("#flux-token-input", token)
-    page.click("#flux-confirm")
+    page.click("#flux-confirm")  # returns once the answer's page starts loading, maybe before its body has come
+    page.wait_for_load_state("load")
     return page.inner_text("body")
 
 
