@@ -138,12 +138,12 @@ def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
     return _booth_view(view, "read")
 
 
-def record_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
-    """Serve ``view`` on the writer's bookkeeping lane (small writes that answer at once)."""
-    return _booth_view(view, "record")
-
-
 def booth_write(fn: Callable[[], T]) -> T:
     """Run a view's write on the booth's write queue and wait for it (Overloaded when the queue is full)."""
     return get_booth().write(fn).result()
+
+
+def booth_record(fn: Callable[[], T]) -> T:
+    """Run a view's small write (a receipt) on the writer's bookkeeping lane, ahead of queued writes; wait for it."""
+    return get_booth().record(fn).result()
 

@@ -3,11 +3,16 @@
 Django runs sync views under ASGI in one shared thread, so reads would queue
 behind each other and behind writes. The booth runs each view on its own
 executors instead: reads on READ_WORKERS threads, and every database write on
-one writer thread, so SQLite never sees two writers (no lock waits, no
-"database is locked"). The writer takes jobs from a priority queue: the
-bookkeeping of reads (a retrieval's trace, a feedback receipt) goes first, so
-it waits at most for the one write in progress; stores, batches and applying
-feedback follow in arrival order, at most MAX_WRITE_QUEUE_DEPTH of them.
+one writer thread, so a process's writes never wait on each other for SQLite's
+lock. The writer takes jobs from a priority queue: the bookkeeping of reads (a
+retrieval's trace, a feedback receipt) goes first, so it waits at most for the
+one write in progress; stores, batches and applying feedback follow in arrival
+order, at most MAX_WRITE_QUEUE_DEPTH of them.
+
+On SQLite the writers of several REST processes (WEB_WORKERS) take turns on a lock file beside the database
+(``Turns``): SQLite's own wait for its write lock sleeps and polls, so under load one process waited up to most
+of a second while the other took the lock again and again; a waiter on the file lock is woken as soon as it is
+free. Other writers (the worker) wait on SQLite's lock, as before.
 
 On SQLite the traces of retrievals are committed together, within TRACE_COMMIT_SECONDS of the first: every
 commit empties the page cache of every reader, so a commit per retrieval made the next one read the index
@@ -16,11 +21,14 @@ pages again. Any other job commits the traces written so far before it runs, so 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import itertools
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -36,9 +44,24 @@ LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked
 _held = threading.local()  # on a read worker during a read: the bookkeeping it queues for after it
 
 
+class Turns:
+    """An exclusive lock on a file, held by one writer of the machine at a time (``flock``: released by the
+    kernel when its process dies)."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def take(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def give(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
 class Booth:
-    def __init__(self, read_workers: int, commit_seconds: float = 0.0) -> None:
+    def __init__(self, read_workers: int, commit_seconds: float = 0.0, turns: Turns | None = None) -> None:
         self._commit_s = max(commit_seconds, 0.0)
+        self._turns = turns
         self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="flux-read")
         self._jobs: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
@@ -169,7 +192,7 @@ class Booth:
                 time.sleep(wait)
             if batched:
                 try:
-                    batch = batch or _Batch(self._commit_s)
+                    batch = batch or _Batch(self._commit_s, self._turns)
                 except BaseException as exc:  # noqa: BLE001 - no transaction to write in (e.g. the disk failed)
                     future.set_exception(exc)
                     continue
@@ -180,7 +203,8 @@ class Booth:
                 continue
             try:
                 if future.set_running_or_notify_cancel():
-                    future.set_result(_with_connections(fn))
+                    with _turn(self._turns):
+                        future.set_result(_with_connections(fn))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
                 future.set_exception(exc)
             finally:
@@ -193,13 +217,15 @@ class _Batch:
     """Writes run in one open transaction on the writer, each in a savepoint of its own, committed together;
     their futures are done at the commit."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, turns: Turns | None = None) -> None:
         close_old_connections()
         self._deadline = time.monotonic() + seconds
         self._done: list[tuple[Future, object]] = []
         self._failed = False
+        self._turns = turns
         self._atomic = transaction.atomic()
-        self._atomic.__enter__()
+        with _turn(turns, keep=True):  # held until the commit
+            self._atomic.__enter__()
 
     @property
     def open(self) -> bool:
@@ -229,12 +255,30 @@ class _Batch:
         except BaseException as exc:  # noqa: BLE001 - handed to every write of the batch
             error = exc
         finally:
+            if self._turns is not None:
+                self._turns.give()
             close_old_connections()
         for future, result in self._done:
             if error is None:
                 future.set_result(result)
             else:
                 future.set_exception(error)
+
+
+@contextlib.contextmanager
+def _turn(turns: Turns | None, *, keep: bool = False) -> Iterator[None]:
+    """The writers' turn held around the block (and after it with ``keep`` unless the block failed)."""
+    if turns is None:
+        yield
+        return
+    turns.take()
+    try:
+        yield
+    except BaseException:
+        turns.give()
+        raise
+    if not keep:
+        turns.give()
 
 
 def _with_connections(fn: Callable[[], T]) -> T:
@@ -260,5 +304,7 @@ def get_booth() -> Booth:
     global _booth
     with _booth_lock:
         if _booth is None:
-            _booth = Booth(S("READ_WORKERS"), S("TRACE_COMMIT_SECONDS") if connection.vendor == "sqlite" else 0.0)
+            sqlite = connection.vendor == "sqlite"
+            _booth = Booth(S("READ_WORKERS"), S("TRACE_COMMIT_SECONDS") if sqlite else 0.0,
+                           Turns(f"{connection.settings_dict['NAME']}-writers.lock") if sqlite else None)
         return _booth

@@ -139,7 +139,7 @@ SETTINGS: list[Setting] = [
         ("DASHBOARD_PORT", 7462, "Port of the dashboard (pages, read-only data, websocket; never the write API)."),
         ("MCP_HOST", "127.0.0.1", "Address the MCP server over streamable HTTP binds to (beyond loopback only with API keys)."),
         ("MCP_PORT", 7464, "Port of the MCP server over streamable HTTP (`flux start` runs it beside REST; path /mcp)."),
-        ("WEB_WORKERS", 1, "REST processes `flux start` runs, sharing REST_PORT (the kernel spreads connections over them); more than 1 needs PostgreSQL (DATABASE_URL). `flux start --web-workers N` sets it."),
+        ("WEB_WORKERS", 1, "REST processes `flux start` runs, sharing REST_PORT (the kernel spreads connections over them); each loads its own graph mirror on SQLite. `flux start --web-workers N` sets it."),
         ("TASK_WORKERS", 1, "Celery worker processes `flux start` runs (the first embeds beat). `flux start --workers N` sets it."),
         ("BEAT_LEASE_SECONDS", 30.0, "How long the beat that sends the periodic tasks holds its lease: every worker may embed a beat, one sends, another takes over this long after it stops."),
         ("STOP_GRACE_SECONDS", 30.0, "How long `flux stop` (and Ctrl-C) waits for each service to finish its queued writes before killing it."),

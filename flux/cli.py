@@ -346,7 +346,7 @@ def parser() -> argparse.ArgumentParser:
                        help="let the dashboard (read-only) listen on every interface and print its LAN URLs; "
                             "the REST API stays on REST_HOST")
     start.add_argument("--web-workers", type=int, metavar="N",
-                       help="run N REST processes on REST_PORT (sets WEB_WORKERS; more than 1 needs PostgreSQL)")
+                       help="run N REST processes on REST_PORT (sets WEB_WORKERS)")
     start.add_argument("--workers", type=int, metavar="N", help="run N Celery workers (sets TASK_WORKERS)")
     command("stop", cmd_stop, "stop every process of the instance, gracefully")
     supervise = sub.add_parser("supervise")  # what `flux start` runs detached; not listed

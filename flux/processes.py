@@ -11,10 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 from core.defaults import DEFAULT_ALLOWED_HOSTS
-from core.env import POSTGRES_SCHEMES
 from core.keys import open_rest_refusal
 from core.net import http_answers
 from flux.instance import Instance, InstanceError, python
@@ -49,7 +47,7 @@ def kind_of(name: str) -> str:
 
 def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
     """(WEB_WORKERS, TASK_WORKERS) as set, or as ``wanted`` (WEB_WORKERS=3) would set them, checked: each 1 to
-    MAX_PROCESSES, and several REST processes only on PostgreSQL."""
+    MAX_PROCESSES."""
     counts = []
     for key in ("WEB_WORKERS", "TASK_WORKERS"):
         value = wanted[key] if wanted.get(key) is not None else instance.setting(key)
@@ -57,11 +55,6 @@ def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
             raise InstanceError(f"{key} is {value!r} in {instance.config_file}; give a whole number from 1 to "
                                 f"{MAX_PROCESSES}")
         counts.append(value)
-    if counts[0] > 1 and urlparse(instance.environ().get("DATABASE_URL", "")).scheme not in POSTGRES_SCHEMES:
-        raise InstanceError(f"WEB_WORKERS is {counts[0]}, but several REST processes need PostgreSQL: SQLite lets "
-                            "one process write at a time, and each REST process writes through its own queue. Set "
-                            "DATABASE_URL to a PostgreSQL database in the environment `flux start` runs in (see "
-                            "docs/operations.md), or run one REST process (WEB_WORKERS: 1)")
     return counts[0], counts[1]
 
 

@@ -7,7 +7,7 @@ from django.urls import path
 
 from api.admin_link import admin_link_login
 from api.openapi import openapi_view
-from api.rest import read_view, record_view
+from api.rest import read_view
 from api.views.dreams import DreamListView, DreamRunView
 from api.views.grains import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
 from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
@@ -19,7 +19,7 @@ urlpatterns = [
     path("store", read_view(StoreView.as_view())),
     path("store/batch", read_view(StoreBatchView.as_view())),
     path("retrieve", read_view(RetrieveView.as_view())),
-    path("feedback", record_view(FeedbackView.as_view())),
+    path("feedback", read_view(FeedbackView.as_view())),
     path("health", read_view(HealthView.as_view())),
     path("health/history", read_view(HealthHistoryView.as_view())),
     path("health/snapshot", read_view(HealthSnapshotView.as_view())),

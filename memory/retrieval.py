@@ -17,10 +17,10 @@ from graph.mirror import mirrors
 from graph.semantic import semantic_warm_up
 from graph.services.learning import feedback_accept, feedback_apply_pending, feedback_record
 from graph.services.retrieval import grain_retrieve
-from graph.services.traces import trace_written, traces_written
+from graph.services.traces import trace_arrived, trace_written, traces_written
 
 __all__ = ["feedback_accept", "feedback_apply_pending", "feedback_record", "grain_retrieve", "retrieval_warm_up",
-           "trace_written", "traces_written"]
+           "trace_arrived", "trace_written", "traces_written"]
 
 
 def retrieval_warm_up(*, wait_seconds: float = 0.0) -> None:

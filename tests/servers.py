@@ -68,9 +68,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def flux_server(data_dir: Path, port: int | None = None, **env: str) -> Iterator[tuple[str, Path]]:
+def flux_server(data_dir: Path, port: int | None = None, *, log_name: str = "daphne.log",
+                **env: str) -> Iterator[tuple[str, Path]]:
     """The real service under daphne on a loopback port (a free one unless given); yields (base URL, log file)."""
-    with _daphne(data_dir, "fluxsite.asgi:application", "/health", "daphne.log", env, port) as served:
+    with _daphne(data_dir, "fluxsite.asgi:application", "/health", log_name, env, port) as served:
         yield served
 
 

@@ -7,13 +7,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, json_object, page_params, request_caller
+from api.rest import booth_record, booth_write, json_object, page_params, request_caller
 from core.booth import get_booth
 from core.errors import Conflict
 from core.throttle import throttle
 from core.validate import require_bool
 from graph.selectors import cluster_list, trace_detail
-from memory.retrieval import feedback_accept, feedback_apply_pending, grain_retrieve, trace_written
+from memory.retrieval import feedback_accept, feedback_apply_pending, grain_retrieve, trace_arrived
 from memory.upkeep import cluster_rebuild
 
 
@@ -34,7 +34,9 @@ class FeedbackView(APIView):
         throttle(request, "feedback", "RATE_FEEDBACK")
         data = json_object(request, allowed={"trace_id", "grain_id", "useful"},
                            required={"trace_id", "grain_id", "useful"})
-        feedback, new = feedback_accept(caller=request_caller(request), **data)
+        trace_arrived(data["trace_id"])  # here, on a read worker: another process may be writing it still
+        caller = request_caller(request)
+        feedback, new = booth_record(lambda: feedback_accept(caller=caller, **data))
         if new:
             get_booth().coalesce("feedback", feedback_apply_pending)
         return Response({"feedback_id": feedback.pk, "trace_id": feedback.item.trace_id,
@@ -45,7 +47,7 @@ class FeedbackView(APIView):
 class TraceDetailView(APIView):
     def get(self, request: Request, trace_id: int) -> Response:
         throttle(request, "listing", "RATE_LISTING")
-        trace_written(trace_id)
+        trace_arrived(trace_id)
         return Response(trace_detail(trace_id))
 
 

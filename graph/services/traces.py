@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from django.db import DatabaseError, connection, transaction
 
+from core.conf import flux_setting as S
 from core.errors import storage_error
 from graph.models import Trace
 
 log = logging.getLogger("flux.traces")
 SCRUBBED_QUERY = "[removed: this retrieval returned a purged grain]"
 ID_BLOCK = 256  # trace ids a process reserves at once (one short write per this many retrievals)
+ARRIVAL_MARGIN_S = 1.0  # beyond the commit delay, how long a trace another process answered with may take to arrive
 
 
 def traces_scrub(grain_id: int) -> int:
@@ -117,3 +120,33 @@ def trace_written(trace_id: object) -> None:
     """Wait until the trace ``trace_id`` this process queued for writing is written (at once if it was not
     queued here): what reads a trace right after its retrieval calls first."""
     pending_traces.wait(trace_id)
+
+
+def trace_arrived(trace_id: object) -> None:
+    """As ``trace_written``, and when another process answered with the trace (several REST processes: its id
+    given out, its row not there yet) wait for it, at most TRACE_COMMIT_SECONDS + ARRIVAL_MARGIN_S. On a read
+    worker only: the writer must never wait for another process's write."""
+    trace_written(trace_id)
+    if type(trace_id) is not int or _exists(trace_id) or not _given_out(trace_id):
+        return
+    deadline = time.monotonic() + max(S("TRACE_COMMIT_SECONDS"), 0.0) + ARRIVAL_MARGIN_S
+    while time.monotonic() < deadline and not _exists(trace_id):
+        time.sleep(0.02)
+
+
+def _exists(trace_id: int) -> bool:
+    with connection.cursor() as cursor:  # plain SQL: every feedback asks
+        cursor.execute(f"SELECT 1 FROM {Trace._meta.db_table} WHERE id = %s", [trace_id])
+        return cursor.fetchone() is not None
+
+
+def _given_out(trace_id: int) -> bool:
+    """Whether the trace table's id sequence has handed out ``trace_id`` (reserved or written)."""
+    table = Trace._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))", [table])
+        else:
+            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+        row = cursor.fetchone()
+    return row is not None and row[0] is not None and trace_id <= row[0]
