@@ -21,14 +21,13 @@ pages again. Any other job commits the traces written so far before it runs, so 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import fcntl
 import itertools
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -46,22 +45,30 @@ _held = threading.local()  # on a read worker during a read: the bookkeeping it 
 
 class Turns:
     """An exclusive lock on a file, held by one writer of the machine at a time (``flock``: released by the
-    kernel when its process dies)."""
+    kernel when its process dies); without a path, no lock at all (PostgreSQL, tests)."""
 
-    def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    def __init__(self, path: str | None = None) -> None:
+        self._fd = None if path is None else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def take(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def give(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def __enter__(self) -> None:
+        self.take()
+
+    def __exit__(self, *exc: object) -> None:
+        self.give()
 
 
 class Booth:
     def __init__(self, read_workers: int, commit_seconds: float = 0.0, turns: Turns | None = None) -> None:
         self._commit_s = max(commit_seconds, 0.0)
-        self._turns = turns
+        self._turns = turns or Turns()
         self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="flux-read")
         self._jobs: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
@@ -203,7 +210,7 @@ class Booth:
                 continue
             try:
                 if future.set_running_or_notify_cancel():
-                    with _turn(self._turns):
+                    with self._turns:
                         future.set_result(_with_connections(fn))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
                 future.set_exception(exc)
@@ -217,15 +224,19 @@ class _Batch:
     """Writes run in one open transaction on the writer, each in a savepoint of its own, committed together;
     their futures are done at the commit."""
 
-    def __init__(self, seconds: float, turns: Turns | None = None) -> None:
+    def __init__(self, seconds: float, turns: Turns) -> None:
         close_old_connections()
         self._deadline = time.monotonic() + seconds
         self._done: list[tuple[Future, object]] = []
         self._failed = False
         self._turns = turns
         self._atomic = transaction.atomic()
-        with _turn(turns, keep=True):  # held until the commit
+        turns.take()  # held until the commit
+        try:
             self._atomic.__enter__()
+        except BaseException:
+            turns.give()
+            raise
 
     @property
     def open(self) -> bool:
@@ -255,30 +266,13 @@ class _Batch:
         except BaseException as exc:  # noqa: BLE001 - handed to every write of the batch
             error = exc
         finally:
-            if self._turns is not None:
-                self._turns.give()
+            self._turns.give()
             close_old_connections()
         for future, result in self._done:
             if error is None:
                 future.set_result(result)
             else:
                 future.set_exception(error)
-
-
-@contextlib.contextmanager
-def _turn(turns: Turns | None, *, keep: bool = False) -> Iterator[None]:
-    """The writers' turn held around the block (and after it with ``keep`` unless the block failed)."""
-    if turns is None:
-        yield
-        return
-    turns.take()
-    try:
-        yield
-    except BaseException:
-        turns.give()
-        raise
-    if not keep:
-        turns.give()
 
 
 def _with_connections(fn: Callable[[], T]) -> T:

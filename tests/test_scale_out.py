@@ -54,9 +54,22 @@ def worker(data: Path, log: Path, env: dict[str, str]) -> subprocess.Popen:
                                 cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
 
 
-def store_at_once(go: threading.Barrier, results: dict, name: str, base: str, text: str) -> None:
-    go.wait()
-    results[name] = call(base, "/store", {"content": text}, caller=f"{name}:test")
+def stored_through_both_at_once(a: str, b: str, text: str) -> dict[str, tuple[int, dict]]:
+    """``text`` stored through the services at ``a`` and ``b`` at the same moment (callers a:test and b:test);
+    each one's (status, answer)."""
+    results: dict[str, tuple[int, dict]] = {}
+    go = threading.Barrier(2)
+
+    def store(name: str, base: str) -> None:
+        go.wait()
+        results[name] = call(base, "/store", {"content": text}, caller=f"{name}:test")
+
+    threads = [threading.Thread(target=store, args=(name, base)) for name, base in (("a", a), ("b", b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
 
 
 def snapshots(url: str) -> int:
@@ -93,15 +106,7 @@ def test_two_rest_processes_a_dashboard_and_two_workers_share_only_postgresql_an
         # The same content through A and B at once: one grain, corroborated once (by the second caller).
         for n in range(5):
             text = f"Round {n}: the ferry to Tarsa leaves at {7 + n} every morning"
-            results: dict[str, tuple[int, dict]] = {}
-            go = threading.Barrier(2)
-
-            threads = [threading.Thread(target=store_at_once, args=(go, results, name, base, text))
-                       for name, base in (("a", a), ("b", b))]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
+            results = stored_through_both_at_once(a, b, text)
             assert sorted(r[0] for r in results.values()) == [200, 201], results
         with psycopg.connect(url) as db:
             assert db.execute("SELECT count(*), count(DISTINCT content_hash) FROM grains_grain "

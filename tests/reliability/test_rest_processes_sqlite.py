@@ -10,7 +10,7 @@ from contextlib import ExitStack
 import pytest
 
 from tests.servers import flux_server
-from tests.test_scale_out import call, store_at_once
+from tests.test_scale_out import call, stored_through_both_at_once
 
 pytestmark = pytest.mark.slow  # two Django processes
 
@@ -56,13 +56,6 @@ def test_two_rest_processes_share_one_sqlite_file(tmp_path):
         # The same content through A and B at once: one grain, the second store finds it known.
         for n in range(3):
             text = f"Round {n}: the ferry to Tarsa leaves at {7 + n} every morning"
-            raced: dict[str, tuple[int, dict]] = {}
-            go = threading.Barrier(2)
-            racers = [threading.Thread(target=store_at_once, args=(go, raced, name, base, text))
-                      for name, base in (("a", a), ("b", b))]
-            for t in racers:
-                t.start()
-            for t in racers:
-                t.join(60)
+            raced = stored_through_both_at_once(a, b, text)
             assert sorted(r[0] for r in raced.values()) == [200, 201], raced
             assert len({r[1]["grain"]["id"] for r in raced.values()}) == 1
