@@ -204,7 +204,7 @@ def grain_retrieve(
             trace_id = write_now(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
             pending_traces.failing = False
         else:
-            trace_id = trace_ids.take(write_now)
+            trace_id = trace_ids.take(booth.record)
             later = functools.partial(_record, query, who, limit, acts, ranked, hubs, from_archive, now, features,
                                       trace_id=trace_id)
     except DatabaseError as exc:

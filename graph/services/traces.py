@@ -43,19 +43,24 @@ def _reserve_ids(count: int) -> list[int]:
 
 
 class _TraceIds:
-    """This process's reserved trace ids, per database."""
+    """This process's reserved trace ids, per database. The next block is asked for while a quarter of this one
+    is left, so a retrieval seldom waits for the writer (with several processes, for its turn) to get an id."""
 
     def __init__(self) -> None:
-        self._free: dict[str, list[int]] = {}
+        self._free: dict[str, list[int]] = {}  # largest first: pop() gives the smallest
+        self._coming: dict[str, Future] = {}
         self._lock = threading.Lock()
 
-    def take(self, write: Callable[[Callable[[], list[int]]], list[int]]) -> int:
-        """The next reserved id; when none is left, a new block is reserved through ``write`` (the writer)."""
+    def take(self, record: Callable[[Callable[[], list[int]]], Future]) -> int:
+        """The next reserved id; ``record`` queues a block's reservation on the writer and returns its future."""
         key = str(connection.settings_dict["NAME"])
         with self._lock:
-            free = self._free.get(key)
+            free = self._free.setdefault(key, [])
             if not free:
-                free = self._free[key] = write(lambda: _reserve_ids(ID_BLOCK))[::-1]
+                coming = self._coming.pop(key, None) or record(lambda: _reserve_ids(ID_BLOCK))
+                free.extend(reversed(coming.result()))  # a block that could not be reserved raises here
+            if len(free) <= ID_BLOCK // 4 and key not in self._coming:
+                self._coming[key] = record(lambda: _reserve_ids(ID_BLOCK))
             return free.pop()
 
 

@@ -345,6 +345,30 @@ def test_a_retrieval_answers_before_its_trace_is_written_and_feedback_on_it_wait
     assert Trace.objects.filter(pk__in=[first, body["trace_id"], inline.trace_id]).count() == 3
 
 
+def test_the_next_block_of_trace_ids_is_reserved_before_this_one_runs_out(api, monkeypatch):
+    """While a quarter of its trace ids is left, a process asks the writer for the next block: a retrieval that
+    takes a block's last id does not wait for the writer (with several processes, for its turn)."""
+    from graph.services import retrieval, traces
+
+    monkeypatch.setattr(traces, "ID_BLOCK", 8)
+    monkeypatch.setattr(retrieval, "trace_ids", traces._TraceIds())
+    api.post("/store", {"content": "Rosa keeps bees behind the barn"})
+    ids = [api.post("/retrieve", {"query": "bees"}).json()["trace_id"] for _ in range(7)]
+    get_booth().drain()  # the next block, asked for along the way, is reserved
+    gate, answers = threading.Event(), []
+    get_booth().record(gate.wait)  # the writer is busy until the gate opens
+    asker = threading.Thread(target=lambda: answers.extend(
+        api.post("/retrieve", {"query": "bees"}).json()["trace_id"] for _ in range(5)))
+    asker.start()
+    asker.join(60)
+    gate.set()
+    assert len(answers) == 5  # the first block ran out after one of them, and none waited for the writer
+    ids += answers
+    assert ids == sorted(set(ids))
+    get_booth().drain()
+    assert Trace.objects.filter(pk__in=ids).count() == len(ids)
+
+
 def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settings):
     import json as _json
 
