@@ -390,15 +390,23 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
         env["DATABASE_URL"] = postgres_url(connection.settings_dict, with_password=True)
     env.pop("DJANGO_SETTINGS_MODULE", None)
     shared = ["--reuse-port"] if processes > 1 else []
-    procs = [subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port), *shared,
-                               app], cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for _ in range(processes)]
+    logs = [folder / f"web-{i}.log" for i in range(processes)]  # what a server that fails to start said
+    procs = []
+    for log in logs:
+        with log.open("wb") as out:
+            procs.append(subprocess.Popen([sys.executable, "-m", "fluxsite.serve", "-b", "127.0.0.1", "-p", str(port),
+                                           *shared, app], cwd=settings.BASE_DIR, env=env, stdout=out,
+                                          stderr=subprocess.STDOUT))
     base = f"http://127.0.0.1:{port}"
     if pids is not None:
         pids.extend(proc.pid for proc in procs)
     try:
-        for proc in procs:
-            wait_for_http(base + ready, proc=proc)
+        for proc, log in zip(procs, logs, strict=True):
+            try:
+                wait_for_http(base + ready, proc=proc)
+            except (RuntimeError, TimeoutError) as exc:
+                said = log.read_text(errors="replace").strip().splitlines()[-15:]
+                raise CommandError(f"{exc}; its last words ({log}):\n" + "\n".join(said)) from None
         yield base
     finally:
         for proc in procs:
