@@ -112,7 +112,8 @@ def sqlite_database(path: str, *, max_mb: int = 0) -> dict[str, object]:
             "transaction_mode": "IMMEDIATE",
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;" + cap
+                "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536; "
+                "PRAGMA wal_autocheckpoint=0;" + cap  # core.checkpoint folds the log back
             ),
         },
         # Tests use a file too, so the booth's threads share it (an in-memory database is per connection).

@@ -1,0 +1,73 @@
+"""SQLite's write-ahead log folded back into the database by a thread of its own.
+
+By default the commit that takes the log past 1,000 pages copies them into the database file and syncs it,
+while its writer waits (and with it every write queued behind it). Here Django's SQLite connections commit
+without checkpointing (``PRAGMA wal_autocheckpoint=0``, see ``core.env.sqlite_database``) and one daemon thread
+per process checkpoints each database this process opened every ``INTERVAL_S``, on a connection of its own
+(PASSIVE: it never waits for a reader or a writer, and SQLite releases the interpreter lock while it copies).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from urllib.parse import quote
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver
+
+log = logging.getLogger("flux.checkpoint")
+INTERVAL_S = 0.5  # at most this long of writes waits in the log (a batch of 100 grains writes ~500 pages)
+
+
+def wal_checkpoint(path: str) -> tuple[int, int, int] | None:
+    """A PASSIVE checkpoint of the SQLite database at ``path``: (busy, pages in the log, pages copied back), or
+    None when it has no log (or no longer exists: a connection here never creates one)."""
+    if not os.path.exists(f"{path}-wal"):
+        return None
+    try:
+        db = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, timeout=0, check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    try:
+        return tuple(db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+    finally:
+        db.close()
+
+
+class _Checkpointer:
+    def __init__(self) -> None:
+        self._paths: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, path: str) -> None:
+        """Checkpoint ``path`` from now on (the thread started if this process has none: a forked child)."""
+        with self._lock:
+            self._paths.add(path)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="flux-wal-checkpoint", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(INTERVAL_S)
+            with self._lock:
+                paths = sorted(self._paths)
+            for path in paths:
+                try:
+                    wal_checkpoint(path)
+                except sqlite3.Error as exc:  # busy opening it, or the disk failed: the next round tries again
+                    log.warning("the write-ahead log of %s could not be checkpointed: %s", path, exc)
+
+
+checkpointer = _Checkpointer()
+
+
+@receiver(connection_created)
+def watch_sqlite(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    if connection.vendor == "sqlite" and not connection.is_in_memory_db():
+        checkpointer.watch(str(connection.settings_dict["NAME"]))

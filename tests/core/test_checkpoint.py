@@ -1,0 +1,52 @@
+"""The write-ahead log is folded back into the database by the process's checkpoint thread, not by a commit."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+from django.db import connection
+
+from core.checkpoint import INTERVAL_S, wal_checkpoint
+from memory.store import grain_store_batch
+
+pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's write-ahead log")
+
+
+def test_commits_leave_the_log_to_the_checkpoint_thread_which_folds_it_back(transactional_db):
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        assert cursor.fetchone()[0] == 0  # a commit past 1,000 pages does not checkpoint
+    path = str(connection.settings_dict["NAME"])
+    before = os.path.getsize(path)
+    for batch in range(6):  # a few thousand pages of log
+        grain_store_batch(items=[{"content": f"Ledger {batch}-{i}: the {i}th barrel of cider went to market "
+                                              f"{batch * 100 + i}"} for i in range(100)], caller="tester:test")
+    deadline = time.monotonic() + 20 * INTERVAL_S
+    while os.path.getsize(path) == before and time.monotonic() < deadline:
+        time.sleep(0.05)  # nothing here commits meanwhile: only the thread can copy the pages back
+    assert os.path.getsize(path) > before
+
+
+def test_a_database_without_a_log_is_left_alone_and_never_created(tmp_path):
+    missing = tmp_path / "none.sqlite3"
+    assert wal_checkpoint(str(missing)) is None
+    assert not missing.exists()
+    plain = tmp_path / "plain.sqlite3"
+    sqlite3.connect(plain).execute("CREATE TABLE t (x)").connection.commit()  # a rollback journal: no log
+    assert wal_checkpoint(str(plain)) is None
+
+
+def test_a_checkpoint_copies_the_log_back(tmp_path):
+    path = tmp_path / "wal.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute("CREATE TABLE t (x)")
+    db.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(2000)])
+    db.commit()
+    busy, in_log, copied = wal_checkpoint(str(path))
+    assert busy == 0 and in_log > 100 and copied == in_log
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 2000
+    db.close()
