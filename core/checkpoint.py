@@ -1,10 +1,11 @@
 """SQLite's write-ahead log folded back into the database by a thread of its own.
 
 By default the commit that takes the log past 1,000 pages copies them into the database file and syncs it,
-while its writer waits (and with it every write queued behind it). Here Django's SQLite connections commit
-without checkpointing (``PRAGMA wal_autocheckpoint=0``, see ``core.env.sqlite_database``) and one daemon thread
-per process checkpoints each database this process opened every ``INTERVAL_S``, on a connection of its own
-(PASSIVE: it never waits for a reader or a writer, and SQLite releases the interpreter lock while it copies).
+while its writer waits (and with it every write queued behind it). Here one daemon thread per process
+checkpoints each database this process opened every ``INTERVAL_S``, on a connection of its own (PASSIVE: it
+never waits for a reader or a writer, and SQLite releases the interpreter lock while it copies). A commit still
+checkpoints once the log holds ``core.env.WAL_BACKSTOP_PAGES``: little is left to copy by then, and that
+checkpoint is what lets SQLite start the log again from the beginning.
 """
 from __future__ import annotations
 

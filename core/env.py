@@ -98,6 +98,13 @@ def database_from_url(url: str) -> dict[str, object]:
     )
 
 
+# A commit checkpoints only once the log holds this many pages (SQLite's default is 1,000): by then the process's
+# checkpoint thread (core.checkpoint) has copied most of them back, and this checkpoint, right after a commit,
+# lets the next write start the log from the beginning again (SQLite restarts it only in a write that begins
+# with every page copied back, which a thread of its own seldom sees while writes go on: the log then grows).
+WAL_BACKSTOP_PAGES = 10_000
+
+
 def sqlite_database(path: str, *, max_mb: int = 0) -> dict[str, object]:
     """SQLite in WAL mode, with a busy timeout and IMMEDIATE write transactions; with ``max_mb`` the file stops
     growing there (writes then fail as on a full disk)."""
@@ -113,7 +120,7 @@ def sqlite_database(path: str, *, max_mb: int = 0) -> dict[str, object]:
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                 "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536; "
-                "PRAGMA wal_autocheckpoint=0;" + cap  # core.checkpoint folds the log back
+                f"PRAGMA wal_autocheckpoint={WAL_BACKSTOP_PAGES};" + cap  # see core.checkpoint
             ),
         },
         # Tests use a file too, so the booth's threads share it (an in-memory database is per connection).

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from core.checkpoint import INTERVAL_S, wal_checkpoint
+from core.env import WAL_BACKSTOP_PAGES
 from memory.store import grain_store_batch
 
 pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's write-ahead log")
@@ -17,16 +18,32 @@ pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's 
 def test_commits_leave_the_log_to_the_checkpoint_thread_which_folds_it_back(transactional_db):
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
-        assert cursor.fetchone()[0] == 0  # a commit past 1,000 pages does not checkpoint
+        assert cursor.fetchone()[0] == WAL_BACKSTOP_PAGES  # a commit past 1,000 pages does not checkpoint
     path = str(connection.settings_dict["NAME"])
     before = os.path.getsize(path)
-    for batch in range(6):  # a few thousand pages of log
-        grain_store_batch(items=[{"content": f"Ledger {batch}-{i}: the {i}th barrel of cider went to market "
-                                              f"{batch * 100 + i}"} for i in range(100)], caller="tester:test")
+    for batch in range(6):  # a few thousand pages of log, fewer than the backstop
+        store_hundred(batch)
     deadline = time.monotonic() + 20 * INTERVAL_S
     while os.path.getsize(path) == before and time.monotonic() < deadline:
         time.sleep(0.05)  # nothing here commits meanwhile: only the thread can copy the pages back
     assert os.path.getsize(path) > before
+
+
+def test_while_writes_go_on_the_log_starts_again_from_the_beginning(transactional_db):
+    """SQLite restarts the log only in a write that begins with every page copied back: the thread's own
+    checkpoints seldom land there while writes go on, the backstop's (right after a commit) do, so the log stays
+    near the backstop's size instead of growing with everything written."""
+    path = str(connection.settings_dict["NAME"])
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint=200")  # the backstop made small, for a short test
+    try:
+        for batch in range(16):  # 60-130 pages each
+            store_hundred(batch)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_BACKSTOP_PAGES}")
+    busy, in_log, copied = wal_checkpoint(path)
+    assert in_log < 600  # the backstop and the last transaction's pages, not 16 batches' worth
 
 
 def test_a_database_without_a_log_is_left_alone_and_never_created(tmp_path):
@@ -50,3 +67,8 @@ def test_a_checkpoint_copies_the_log_back(tmp_path):
     assert busy == 0 and in_log > 100 and copied == in_log
     assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 2000
     db.close()
+
+
+def store_hundred(batch: int) -> None:
+    grain_store_batch(items=[{"content": f"Ledger {batch}-{i}: the {i}th barrel of cider went to market "
+                                          f"{batch * 100 + i}"} for i in range(100)], caller="tester:test")
