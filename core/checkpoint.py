@@ -30,7 +30,7 @@ def wal_checkpoint(path: str) -> tuple[int, int, int] | None:
     if not os.path.exists(f"{path}-wal"):
         return None
     try:
-        db = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, timeout=0, check_same_thread=False)
+        db = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, timeout=0)
     except sqlite3.Error:
         return None
     try:

@@ -56,11 +56,10 @@ class _TraceIds:
         key = str(connection.settings_dict["NAME"])
         with self._lock:
             free = self._free.setdefault(key, [])
-            if not free:
-                coming = self._coming.pop(key, None) or record(lambda: _reserve_ids(ID_BLOCK))
-                free.extend(reversed(coming.result()))  # a block that could not be reserved raises here
             if len(free) <= ID_BLOCK // 4 and key not in self._coming:
                 self._coming[key] = record(lambda: _reserve_ids(ID_BLOCK))
+            if not free:  # a block that could not be reserved raises here (and is asked for again next time)
+                free.extend(reversed(self._coming.pop(key).result()))
             return free.pop()
 
 
