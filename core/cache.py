@@ -3,9 +3,16 @@
 memory's writer. ``add`` and ``incr`` are single statements, so counters kept in it (request rate limits) are
 exact across the instance's processes, as they are on Redis; a few tenths of a millisecond each, where files
 under a lock took over a millisecond. Counters live as integers; other values are pickled (the file is the
-instance's own, private, as the session data is)."""
+instance's own, private, as the session data is).
+
+A new file is made ready (created 0600, switched to WAL, its table made) once per process, under a lock file
+beside it that the instance's processes take in turn: SQLite refuses a second connection's switch to WAL while
+the first one's is under way ("database is locked", with no wait), which the first requests of a new instance
+met when several arrived at once. Nothing here opens the database file but SQLite, whose own locks a stray
+descriptor closed in the same process would drop."""
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import sqlite3
@@ -18,6 +25,8 @@ from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
 
 NEVER = 1e18  # the expiry of a value kept until deleted
 CULL_EVERY = 500  # writes of a connection between two sweeps of expired values
+_ready: set[tuple[str, int]] = set()  # (file, process) made ready
+_ready_lock = threading.Lock()
 
 
 class SqliteCache(BaseCache):
@@ -30,13 +39,9 @@ class SqliteCache(BaseCache):
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None or self._local.pid != os.getpid():
-            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600))
+            _prepare(self._path)
             db = sqlite3.connect(self._path, timeout=10, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=OFF")  # counters of the current minute: a crash may lose them
-            db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value, expires REAL NOT NULL)")
-            db.execute("CREATE INDEX IF NOT EXISTS cache_expires ON cache (expires)")
             self._local.db, self._local.pid, self._local.writes = db, os.getpid(), 0
         return db
 
@@ -96,6 +101,31 @@ class SqliteCache(BaseCache):
 
     def close(self, **kwargs: Any) -> None:
         """Kept open between requests (Django closes caches at the end of each one)."""
+
+
+def _prepare(path: Path) -> None:
+    """Make the cache file at ``path`` ready for connections, once per process (see the module's docstring)."""
+    with _ready_lock:
+        if (str(path), os.getpid()) in _ready:
+            return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = os.open(f"{path}-setup.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released by the kernel if this process dies holding it
+            try:  # created here only when missing: no connection holds a lock on it yet
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:
+                pass
+            db = sqlite3.connect(path, timeout=10, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value, expires REAL NOT NULL)")
+                db.execute("CREATE INDEX IF NOT EXISTS cache_expires ON cache (expires)")
+            finally:
+                db.close()
+        finally:
+            os.close(lock)
+        _ready.add((str(path), os.getpid()))
 
 
 def _encode(value: Any) -> Any:

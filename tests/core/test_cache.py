@@ -71,3 +71,29 @@ def test_counts_are_exact_across_threads_and_processes(tmp_path):
         worker.join(60)
     assert all(p.exitcode == 0 for p in processes)
     assert _cache(tmp_path).get("hits") == 6 * 200
+
+
+def test_a_new_file_opened_by_many_threads_at_once_never_refuses_one(tmp_path):
+    # SQLite refuses a switch to WAL while another connection's is under way ("database is locked", without
+    # waiting): the first rate-limited requests of a new instance, arriving together, met it (a 500 once in
+    # 100-odd fresh files before the file was made ready under a lock). Each thread has its own cache object,
+    # as Django gives each thread.
+    errors: list[str] = []
+
+    def first_use(path, barrier: threading.Barrier) -> None:
+        cache = _cache(path)
+        barrier.wait()
+        try:
+            if not cache.add("hits", 1, timeout=60):
+                cache.incr("hits")
+        except Exception as exc:  # noqa: BLE001 - counted below
+            errors.append(repr(exc))
+
+    for trial in range(300):
+        folder, barrier = tmp_path / str(trial), threading.Barrier(8)
+        threads = [threading.Thread(target=first_use, args=(folder, barrier)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert errors == [] and _cache(folder).get("hits") == 8, trial
