@@ -39,24 +39,54 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
     are not read back, as bulk_create does)."""
     if not objects:
         return
-    opts = model._meta
-    fields = [f for f in opts.concrete_fields if not f.primary_key and not f.generated]
+    fields = _inserted(model)
     adapt = [_adapter(f) for f in fields]
+    pks = _insert(model, fields, [[a(getattr(obj, f.attname)) for f, a in zip(fields, adapt, strict=True)]
+                                  for obj in objects], ignore_conflicts)
+    for obj, pk in zip(objects, pks or [None] * len(objects), strict=True):
+        obj.pk = pk if pks else obj.pk
+        obj._state.adding, obj._state.db = False, connection.alias
+
+
+def bulk_insert_rows(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[object]], *,
+                     ignore_conflicts: bool = False) -> None:
+    """As ``bulk_insert``, from ``rows`` of values for the fields ``names`` instead of model instances (a store
+    inserts hundreds of conduits, and building an instance costs more than inserting its row); every other field
+    takes its default, the same for each row, so this is for models whose defaults are constants."""
+    fields = _inserted(model)
+    at = {f.name: i for i, f in enumerate(fields)}
+    given = [(at[name], _adapter(fields[at[name]])) for name in names]
+    template = [_adapter(f)(f.get_default()) for f in fields]
+    values = []
+    for row in rows:
+        value = template.copy()
+        for (i, adapt), v in zip(given, row, strict=True):
+            value[i] = adapt(v)
+        values.append(value)
+    if values:
+        _insert(model, fields, values, ignore_conflicts)
+
+
+def _inserted(model: type[models.Model]) -> list[models.Field]:
+    return [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
+
+
+def _insert(model: type[models.Model], fields: list[models.Field], rows: list[list[object]],
+            ignore_conflicts: bool) -> list[int]:
+    """Multi-row INSERTs of ``rows`` (values of ``fields``, adapted); the new ids, unless ``ignore_conflicts``."""
     quote = connection.ops.quote_name
-    head = f"INSERT INTO {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
-    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {quote(opts.pk.column)}"
+    head = f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
+    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {quote(model._meta.pk.column)}"
     row = f"({marks(fields)})"
-    size = max(1, connection.ops.bulk_batch_size(fields, objects))
+    size = max(1, connection.ops.bulk_batch_size(fields, rows))
+    pks: list[int] = []
     with connection.cursor() as cursor:
-        for start in range(0, len(objects), size):
-            chunk = objects[start:start + size]
-            params = [a(getattr(obj, f.attname)) for obj in chunk for f, a in zip(fields, adapt, strict=True)]
-            cursor.execute(head + ", ".join([row] * len(chunk)) + tail, params)
+        for start in range(0, len(rows), size):
+            chunk = rows[start:start + size]
+            cursor.execute(head + ", ".join([row] * len(chunk)) + tail, [v for value in chunk for v in value])
             if not ignore_conflicts:
-                for obj, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
-                    obj.pk = pk
-            for obj in chunk:
-                obj._state.adding, obj._state.db = False, connection.alias
+                pks.extend(pk for (pk,) in cursor.fetchall())
+    return pks
 
 
 def bulk_fetch(model: type[models.Model], where: str, params: Sequence[object], *,

@@ -23,7 +23,7 @@ from grains.confidence import contradiction_loser
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, Grain, Status
 from graph.models import RELATION_KINDS, Conduit, ConduitKind
-from graph.selectors import grains_by_id
+from graph.selectors import grain_texts_at
 from graph.services.conduits import conduit_relate
 
 
@@ -68,9 +68,6 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
     return conduit, True
 
 
-WHEN_FIELDS = ("content", "occurred_at", "created_at")  # what the rules read of a grain
-
-
 def when(grain: Grain) -> float:
     return grain.happened_at.timestamp()
 
@@ -109,8 +106,7 @@ def relations_find(grains: list[Grain], near: dict[int, list[tuple[int, float]]]
         return []
     pairs = near_pairs(grains, near)
     texts = {g.pk: (g.content, when(g)) for g in grains}
-    wanted = [gid for pair in pairs for gid in pair if gid not in texts]
-    texts.update((gid, (g.content, when(g))) for gid, g in grains_by_id(set(wanted), WHEN_FIELDS).items())
+    texts.update(grain_texts_at({gid for pair in pairs for gid in pair if gid not in texts}))
     found = []
     for old_id, new_id in pairs:
         if old_id not in texts or new_id not in texts:

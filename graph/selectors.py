@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 from django.db.models import Q
@@ -107,6 +107,24 @@ def grain_dates(ids: Sequence[int]) -> dict[int, datetime]:
     for chunk in _chunks(list(ids)):
         dates.update(Grain.objects.filter(pk__in=chunk).values_list("pk", HAPPENED_AT))
     return dates
+
+
+def grain_texts_at(ids: Iterable[int]) -> dict[int, tuple[str, float]]:
+    """The content of each of ``ids`` that exists and when it happened (``Grain.happened_at``, as epoch seconds),
+    in plain SQL: every store reads its new grains' neighbours so, for the relation rules."""
+    out: dict[int, tuple[str, float]] = {}
+    with connection.cursor() as cursor:
+        for chunk in _chunks(list(ids)):
+            cursor.execute("SELECT id, content, COALESCE(occurred_at, created_at) FROM grains_grain "
+                           f"WHERE id IN ({marks(chunk)})", chunk)
+            out.update((gid, (content, _timestamp(at))) for gid, content, at in cursor.fetchall())
+    return out
+
+
+def _timestamp(value: datetime | str) -> float:
+    """Epoch seconds of a stored timestamp: a datetime (PostgreSQL) or SQLite's text of one, in UTC."""
+    at = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
 
 
 def contradictions_of(ids: Sequence[int]) -> dict[int, list[int]]:

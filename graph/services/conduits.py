@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from core import metrics
-from core.bulk import bulk_fetch, bulk_insert, marks
+from core.bulk import bulk_fetch, bulk_insert_rows, marks
 from core.conf import flux_setting as S
 from core.rows import model_rebuilt, model_row
 from grains.models import Grain
@@ -96,8 +96,9 @@ def conduits_link_new_grains(
         for end in pair:
             if end in linked:
                 linked[end] += 1
-    bulk_insert(Conduit, [Conduit(source_id=a, target_id=b, kind=ConduitKind.ASSOCIATION, weight=w, created_at=now,
-                                  last_decayed_at=now) for (a, b), w in pairs.items()], ignore_conflicts=True)
+    bulk_insert_rows(Conduit, ("source", "target", "kind", "weight", "created_at", "last_decayed_at"),
+                     [(a, b, ConduitKind.ASSOCIATION, w, now, now) for (a, b), w in pairs.items()],
+                     ignore_conflicts=True)
     return linked
 
 

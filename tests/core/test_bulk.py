@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import pytest
 
-from core.bulk import bulk_fetch
+from core.bulk import bulk_fetch, bulk_insert, bulk_insert_rows
 from grains.models import Caller, Grain
-from graph.models import Trace, TraceItem
+from graph.models import Conduit, ConduitKind, Trace, TraceItem
 from memory.store import grain_store
 
 
@@ -43,3 +43,22 @@ def test_only_the_fields_asked_for_are_read(t0, django_assert_num_queries):
         assert (grain.pk, grain.content, grain.created_at) == (gid, "Ana planted tulips", t0)
     assert grain.get_deferred_fields() >= {"status", "weight", "occurred_at"}
     assert grain.status == "active"  # a deferred field is read when asked for, as with only()
+
+
+@pytest.mark.django_db
+def test_rows_inserted_from_values_equal_those_inserted_from_instances(t0):
+    a, b, c = (grain_store(content=text, caller="ana:chat", now=t0).grain.pk  # no words shared: not linked
+               for text in ("Zebras graze quietly", "Violins need rosin", "Quantum bits decohere"))
+    assert not Conduit.objects.exists()
+    bulk_insert(Conduit, [Conduit(source_id=a, target_id=b, kind=ConduitKind.ASSOCIATION, weight=0.4,
+                                  created_at=t0, last_decayed_at=t0)], ignore_conflicts=True)
+    bulk_insert_rows(Conduit, ("source", "target", "kind", "weight", "created_at", "last_decayed_at"),
+                     [(a, c, ConduitKind.ASSOCIATION, 0.4, t0, t0), (a, b, ConduitKind.ASSOCIATION, 0.9, t0, t0)],
+                     ignore_conflicts=True)
+    from_instance, from_values = Conduit.objects.get(target_id=b), Conduit.objects.get(target_id=c)
+    assert from_instance.weight == 0.4  # the clashing row was skipped
+    own = ("id", "target_id")
+    assert ({k: v for k, v in _fields(from_values).items() if k not in own}
+            == {k: v for k, v in _fields(from_instance).items() if k not in own})
+    defaults = (from_values.asserted_by, from_values.uses, from_values.note, from_values.directed)
+    assert defaults == ("store", 0, "", False)
