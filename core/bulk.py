@@ -42,7 +42,7 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
     fields = _inserted(model)
     adapt = [_adapter(f) for f in fields]
     pks = _insert(model, fields, [[a(getattr(obj, f.attname)) for f, a in zip(fields, adapt, strict=True)]
-                                  for obj in objects], ignore_conflicts)
+                                  for obj in objects], ignore_conflicts, returning=not ignore_conflicts)
     for obj, pk in zip(objects, pks or [None] * len(objects), strict=True):
         obj.pk = pk if pks else obj.pk
         obj._state.adding, obj._state.db = False, connection.alias
@@ -64,7 +64,7 @@ def bulk_insert_rows(model: type[models.Model], names: Sequence[str], rows: Iter
             value[i] = adapt(v)
         values.append(value)
     if values:
-        _insert(model, fields, values, ignore_conflicts)
+        _insert(model, fields, values, ignore_conflicts, returning=False)
 
 
 def _inserted(model: type[models.Model]) -> list[models.Field]:
@@ -72,11 +72,12 @@ def _inserted(model: type[models.Model]) -> list[models.Field]:
 
 
 def _insert(model: type[models.Model], fields: list[models.Field], rows: list[list[object]],
-            ignore_conflicts: bool) -> list[int]:
-    """Multi-row INSERTs of ``rows`` (values of ``fields``, adapted); the new ids, unless ``ignore_conflicts``."""
+            ignore_conflicts: bool, *, returning: bool) -> list[int]:
+    """Multi-row INSERTs of ``rows`` (values of ``fields``, adapted); the new ids when ``returning``."""
     quote = connection.ops.quote_name
     head = f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
-    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {quote(model._meta.pk.column)}"
+    tail = (" ON CONFLICT DO NOTHING" if ignore_conflicts else "") + (
+        f" RETURNING {quote(model._meta.pk.column)}" if returning else "")
     row = f"({marks(fields)})"
     size = max(1, connection.ops.bulk_batch_size(fields, rows))
     pks: list[int] = []
@@ -84,7 +85,7 @@ def _insert(model: type[models.Model], fields: list[models.Field], rows: list[li
         for start in range(0, len(rows), size):
             chunk = rows[start:start + size]
             cursor.execute(head + ", ".join([row] * len(chunk)) + tail, [v for value in chunk for v in value])
-            if not ignore_conflicts:
+            if returning:
                 pks.extend(pk for (pk,) in cursor.fetchall())
     return pks
 

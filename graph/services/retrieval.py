@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core import metrics
 from core.booth import Booth, inline
-from core.bulk import bulk_insert, bulk_set, marks
+from core.bulk import bulk_insert_rows, bulk_set, marks
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
 from grains.activity import activity_record_many
@@ -55,6 +55,9 @@ from graph.selectors import (
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
 from graph.services.traces import pending_traces, trace_ids
+
+# A trace item's fields, in the order _record gives them.
+TRACE_ITEM_FIELDS = ("trace", "grain", "rank", "score", "signal", "hops", "origin_id", "path", "conduits", "features")
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:
@@ -256,11 +259,9 @@ def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ra
             columns, values = f"id, {columns}", [trace_id, *values]
         cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id", values)
         trace_id = cursor.fetchone()[0]
-        bulk_insert(TraceItem, [
-            TraceItem(trace_id=trace_id, grain_id=r.activation.grain_id, rank=i, score=r.score,
-                      signal=r.activation.signal, hops=r.activation.hops, origin_id=r.activation.origin,
-                      path=list(r.activation.path), conduits=list(r.activation.conduits),
-                      features=features.get(r.activation.grain_id, {}))
+        bulk_insert_rows(TraceItem, TRACE_ITEM_FIELDS, [
+            (trace_id, r.activation.grain_id, i, r.score, r.activation.signal, r.activation.hops, r.activation.origin,
+             list(r.activation.path), list(r.activation.conduits), features.get(r.activation.grain_id, {}))
             for i, r in enumerate(ranked, start=1)
         ])
         _touch(cursor, returned, now)
