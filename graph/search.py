@@ -39,9 +39,11 @@ class Fts5Search:
     for scanning the postings of words found in most grains.
     """
 
-    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0) -> None:
+    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
+                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] = grains_in_status) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
+        self.in_status = in_status  # which of some grains have one of some statuses (a retrieval asks its mirror)
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
@@ -72,7 +74,7 @@ class Fts5Search:
                     rows = cursor.fetchall()
                 ranked.append(rows)
             # The statuses of every query's best, looked up together (a store searches for each of its grains).
-            wanted = grains_in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
+            wanted = self.in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
             results = []
             for expression, rows in zip(expressions, ranked, strict=True):
                 hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
@@ -312,13 +314,17 @@ def create_probe_tables(sender: object, connection: BaseDatabaseWrapper, **kwarg
                        "temp, flux_probe, 'instance')")
 
 
-def entry_search(*, max_docs: int | None = None) -> EntrySearch:
+def entry_search(*, max_docs: int | None = None,
+                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] | None = None) -> EntrySearch:
     """The backend for the current database.
 
     Terms in more grains than ``max_docs`` are not matched; by default the
     limit is COMMON_TERM_FRACTION of the grains, at least COMMON_TERM_MIN_DOCS.
+    On SQLite, ``in_status`` (by default a query) says which of the best matches have a wanted status; the
+    PostgreSQL search checks statuses within its query.
     """
-    backend = PostgresSearch if connection.vendor == "postgresql" else Fts5Search
-    if max_docs is not None:
-        return backend(0.0, max_docs)
-    return backend(S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"))
+    fraction, docs = (0.0, max_docs) if max_docs is not None else (S("COMMON_TERM_FRACTION"),
+                                                                   S("COMMON_TERM_MIN_DOCS"))
+    if connection.vendor == "postgresql":
+        return PostgresSearch(fraction, docs)
+    return Fts5Search(fraction, docs, in_status or grains_in_status)

@@ -138,7 +138,7 @@ class GraphMirror:
         with self._lock:
             out: dict[int, Reach] = {}
             status, names, known = self._status, self._statuses.names, len(self._status)
-            allowed = bytes(code > 0 and name in statuses for code, name in enumerate(names))
+            allowed = self._allowed(statuses)
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
             for here in ids:
                 packed = self._incident.get(here)
@@ -169,6 +169,16 @@ class GraphMirror:
                     edges.append(Edge(there, weight, cid, names[code]))
                 out[here] = Reach(degree, edges)
             return out
+
+    def in_status(self, ids: Iterable[int], statuses: Sequence[str]) -> set[int]:
+        """What ``graph.selectors.grains_in_status`` answers: those of ``ids`` whose status is in ``statuses``."""
+        with self._lock:
+            status, known, allowed = self._status, len(self._status), self._allowed(statuses)
+            return {gid for gid in ids if gid < known and allowed[status[gid]]}
+
+    def _allowed(self, statuses: Sequence[str]) -> bytes:
+        """By status code, whether a grain with that status is wanted (code 0, no grain, never is)."""
+        return bytes(code > 0 and name in statuses for code, name in enumerate(self._statuses.names))
 
     def rank_inputs(self, ids: Iterable[int], *, statuses: Sequence[str], policy: DecayPolicy, now: float,
                     recency_half_life: float, recency_floor: float) -> tuple[dict[int, RankInput], dict[int, str]]:

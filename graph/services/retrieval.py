@@ -75,11 +75,13 @@ def _check(query: object, limit: object) -> tuple[str, int]:
     return query.strip(), limit
 
 
-def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int) -> tuple[list[tuple[int, float]], bool]:
+def _entry_hits(query: str, *, statuses: tuple[str, ...], limit: int,
+                view: GraphMirror | None = None) -> tuple[list[tuple[int, float]], bool]:
     """Entry points: lexical hits, fused by rank with semantic ones (when on), raised when dated within a
     date the query names; archived grains too when live ones give fewer than ``limit`` (ARCHIVE_SEARCH).
-    Also says whether archived grains are among them (the fallback was needed)."""
-    search = entry_search()
+    Also says whether archived grains are among them (the fallback was needed). With ``view``, the best
+    matches' statuses are read from it rather than the database."""
+    search = entry_search(in_status=view.in_status if view is not None else None)
     hits = search.search(query, limit=S("ENTRY_POINTS"), statuses=statuses, max_terms=S("QUERY_MAX_TERMS"))
     near = semantic_search(query, limit=S("SEMANTIC_ENTRY_POINTS"), statuses=statuses)
     if near:
@@ -103,7 +105,7 @@ def activate(
     """Entry points for ``query``, the signal they spread, the rank inputs of every grain reached
     (no writes; each grain's row is read once, from ``view`` when given, else from the database), and whether
     archived grains had to be brought in. Superseded grains carry their live successor."""
-    hits, from_archive = _entry_hits(query, statuses=statuses, limit=limit)
+    hits, from_archive = _entry_hits(query, statuses=statuses, limit=limit, view=view)
     entries = normalise_scores(hits)
     params = propagation_params()
     if not propagation:

@@ -15,7 +15,14 @@ from graph.algorithms.propagation import Edge
 from graph.mirror import changes_prune, mirrors
 from graph.models import Conduit, ConduitKind, GraphChange
 from graph.policy import DAY, decay_policy
-from graph.selectors import RETRIEVABLE, abstraction_sources, conduit_neighbours, contradictions_of, grain_rank_inputs
+from graph.selectors import (
+    RETRIEVABLE,
+    abstraction_sources,
+    conduit_neighbours,
+    contradictions_of,
+    grain_rank_inputs,
+    grains_in_status,
+)
 from graph.services import decay_sweep, feedback_record, grain_retrieve
 from memory.forgetting import grain_purge
 from memory.store import grain_store, grain_store_batch
@@ -45,6 +52,8 @@ def assert_mirrors_the_database(now, statuses=RETRIEVABLE):
         grain_rank_inputs(ids, statuses=statuses, policy=policy, now=now, **recency)
     assert view.related(ids, ConduitKind.CONTRADICTS) == {g: sorted(o) for g, o in contradictions_of(ids).items()}
     assert view.related(ids, ConduitKind.ABSTRACTS, outgoing_only=True) == dict(abstraction_sources(ids))
+    for wanted in (statuses, (Status.DORMANT,), (Status.ARCHIVED,)):  # what entry search asks of the best matches
+        assert view.in_status(ids, wanted) == grains_in_status(ids, wanted), wanted
     return view
 
 
