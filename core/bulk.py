@@ -43,8 +43,10 @@ def bulk_insert(model: type[models.Model], objects: list[models.Model], *, ignor
     adapt = [_adapter(f) for f in fields]
     pks = _insert(model, fields, [[a(getattr(obj, f.attname)) for f, a in zip(fields, adapt, strict=True)]
                                   for obj in objects], ignore_conflicts, returning=not ignore_conflicts)
-    for obj, pk in zip(objects, pks or [None] * len(objects), strict=True):
-        obj.pk = pk if pks else obj.pk
+    if pks:
+        for obj, pk in zip(objects, pks, strict=True):
+            obj.pk = pk
+    for obj in objects:
         obj._state.adding, obj._state.db = False, connection.alias
 
 

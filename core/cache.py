@@ -8,8 +8,8 @@ instance's own, private, as the session data is).
 A new file is made ready (created 0600, switched to WAL, its table made) once per process, under a lock file
 beside it that the instance's processes take in turn: SQLite refuses a second connection's switch to WAL while
 the first one's is under way ("database is locked", with no wait), which the first requests of a new instance
-met when several arrived at once. Nothing here opens the database file but SQLite, whose own locks a stray
-descriptor closed in the same process would drop."""
+met when several arrived at once. Once the file exists only SQLite opens it: a descriptor of it opened and
+closed beside SQLite's own, in the same process, would drop SQLite's locks."""
 from __future__ import annotations
 
 import fcntl
