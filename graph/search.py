@@ -40,10 +40,12 @@ class Fts5Search:
     """
 
     def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
-                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] = grains_in_status) -> None:
+                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] | None = None) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
-        self.in_status = in_status  # which of some grains have one of some statuses (a retrieval asks its mirror)
+        # Which of some grains have one of some statuses: a query, unless the caller has a better source (a
+        # retrieval asks its mirror).
+        self.in_status = in_status or grains_in_status
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
@@ -327,4 +329,4 @@ def entry_search(*, max_docs: int | None = None,
                                                                    S("COMMON_TERM_MIN_DOCS"))
     if connection.vendor == "postgresql":
         return PostgresSearch(fraction, docs)
-    return Fts5Search(fraction, docs, in_status or grains_in_status)
+    return Fts5Search(fraction, docs, in_status)
