@@ -208,16 +208,20 @@ class Booth:
                     batch.commit()
                     batch = None
                 continue
-            try:
-                if future.set_running_or_notify_cancel():
+            result, failure, runs = None, None, future.set_running_or_notify_cancel()
+            if runs:
+                try:
                     with self._turns:
-                        future.set_result(_with_connections(fn))
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-                future.set_exception(exc)
-            finally:
-                if counted:
-                    with self._lock:
-                        self._depth -= 1
+                        result = _with_connections(fn)
+                except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                    failure = exc
+            if counted:  # its place is given back before its caller hears, so the caller sees the depth without it
+                with self._lock:
+                    self._depth -= 1
+            if runs and failure is not None:
+                future.set_exception(failure)
+            elif runs:
+                future.set_result(result)
 
 
 class _Batch:

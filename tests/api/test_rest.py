@@ -318,6 +318,18 @@ def test_write_depth_counts_waiting_writes_and_bookkeeping_goes_first(api):
     assert booth.write_depth == 0
 
 
+def test_a_finished_write_has_left_the_depth_when_its_caller_hears(api):
+    """Whoever waits for a write sees the depth without it (the writer gives its place back before the result)."""
+    booth = get_booth()
+    gate, seen = threading.Event(), []
+    booth.write(gate.wait)
+    store = booth.write(lambda: None)
+    store.add_done_callback(lambda _: seen.append(booth.write_depth))  # runs when the result is set
+    gate.set()
+    store.result(10)
+    assert seen == [0]
+
+
 def test_a_retrieval_answers_before_its_trace_is_written_and_feedback_on_it_waits_for_it(api):
     """The trace is written by the writer after the answer, under an id reserved ahead: a held writer does not
     hold up a retrieval, and feedback (or the trace's page) on the new trace finds it once written."""
