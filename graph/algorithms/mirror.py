@@ -134,21 +134,23 @@ class GraphMirror:
     def reach(self, ids: Iterable[int], floor: WeightFloor | None, *, statuses: Sequence[str], policy: DecayPolicy,
               now: float) -> dict[int, Reach]:
         """For propagation: the traversable conduits of each of ``ids`` (as ``neighbours``), counted, and of them
-        the edges whose stored weight is not under ``floor(grain, count)`` (all without a floor), decayed."""
+        the edges whose stored weight is not under ``floor.at(grain, count)`` (all without a floor), decayed."""
         with self._lock:
             out: dict[int, Reach] = {}
             status, names, known = self._status, self._statuses.names, len(self._status)
             allowed = self._allowed(statuses)
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
+            hub = math.inf if floor is None else floor.hub_degree
+            new = tuple.__new__
             for here in ids:
                 packed = self._incident.get(here)
                 if packed is None:
                     continue
-                ends, values = packed
-                # the floor at degree 1 is the lowest there is: only the conduits above it are looked at again
-                degree, found, loose = 0, [], -math.inf if floor is None else floor(here, 1)
-                for there, cid, flags, weight, created, decayed in zip(
-                        ends[::3], ends[1::3], ends[2::3], values[::3], values[1::3], values[2::3], strict=True):
+                ends, values = iter(packed[0]), iter(packed[1])  # zip takes three of each in turn, copying none
+                # no floor is under the lowest: only the conduits not under it are looked at again
+                degree, found, loose = 0, [], -math.inf if floor is None else floor.lowest[here]
+                for there, cid, flags, weight, created, decayed in zip(ends, ends, ends, values, values, values,
+                                                                       strict=True):
                     code = status[there] if there < known else 0
                     if flags & SENDS and allowed[code]:
                         degree += 1
@@ -156,17 +158,19 @@ class GraphMirror:
                             found.append((there, cid, weight, created, decayed, code))
                 if not degree:
                     continue
-                cut = floor(here, degree) if floor is not None else -math.inf
+                cut = loose if degree <= hub else floor.at(here, degree)
                 edges = []
                 for there, cid, weight, created, decayed, code in found:
                     if weight < cut:
                         continue
                     # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
-                    elapsed = now - max(decayed, created + grace)
-                    if elapsed > 0 and weight > weight_floor:
+                    since = created + grace
+                    if decayed > since:
+                        since = decayed
+                    if now > since and weight > weight_floor:
                         weight = (weight_floor if half_life <= 0
-                                  else weight_floor + (weight - weight_floor) * 0.5 ** (elapsed / half_life))
-                    edges.append(Edge(there, weight, cid, names[code]))
+                                  else weight_floor + (weight - weight_floor) * 0.5 ** ((now - since) / half_life))
+                    edges.append(new(Edge, (there, weight, cid, names[code])))  # Edge(...) without its __new__
                 out[here] = Reach(degree, edges)
             return out
 

@@ -61,10 +61,21 @@ class Reach(NamedTuple):
     edges: Sequence[Edge]
 
 
-# (source, degree) -> the weight under which an edge of the source cannot pass signal on: a loader may leave
-# such edges out (weights only decay, so a stored weight under it is a decayed weight under it). Hub damping only
-# lowers what passes, so it does not fall as the degree grows: the floor at degree 1 is the lowest.
-WeightFloor = Callable[[int, int], float]
+@dataclass(frozen=True, slots=True)
+class WeightFloor:
+    """Per relaying grain, the weight under which one of its edges cannot pass signal on: a loader may leave such
+    edges out (weights only decay, so a stored weight under it is a decayed weight under it). ``lowest`` is the
+    floor of a grain of at most ``hub_degree`` conduits; hub damping lowers what passes, so the floor rises with
+    the degree above it and is never under ``lowest``."""
+
+    lowest: Mapping[int, float]
+    hub_degree: int
+
+    def at(self, source: int, degree: int) -> float:
+        low = self.lowest[source]
+        return low * math.sqrt(degree / self.hub_degree) if degree > self.hub_degree else low
+
+
 NeighbourLoader = Callable[[Iterable[int], WeightFloor], Mapping[int, Reach]]
 
 
@@ -111,11 +122,8 @@ def propagate(
             break
         passing = {g: s * params.attenuation * params.relay.get(status.get(g, "active"), 0.0)
                    for g, s in frontier.items()}
-
-        def floor(source: int, degree: int, passing: dict[int, float] = passing) -> float:
-            base = passing[source] * _damping(params.hub_degree, degree)
-            return params.threshold / base * FLOOR_MARGIN if base > 0 else math.inf
-
+        floor = WeightFloor({g: params.threshold / p * FLOOR_MARGIN if p > 0 else math.inf
+                             for g, p in passing.items()}, params.hub_degree)
         edges = neighbours(frontier.keys(), floor)
         deltas: dict[int, float] = {}
         relaying: dict[int, float] = {}

@@ -11,7 +11,7 @@ from epistemic.services import relation_assert
 from grains.models import Grain, Status
 from graph import mirror as mirror_module
 from graph.algorithms.mirror import ConduitRow, GrainRow, GraphMirror
-from graph.algorithms.propagation import Edge
+from graph.algorithms.propagation import Edge, WeightFloor
 from graph.mirror import changes_prune, mirrors
 from graph.models import Conduit, ConduitKind, GraphChange
 from graph.policy import DAY, decay_policy
@@ -160,15 +160,14 @@ def test_the_mirror_counts_every_traversable_conduit_and_returns_those_not_under
                                      None, 0, None))
     for cid, (other, weight) in enumerate(((2, 0.9), (3, 0.3), (4, 0.1), (5, 0.9)), start=20):
         view.put_conduit(cid, ConduitRow(1, other, weight, 0.0, 0.0, False, "association"))
-    asked = []
-
-    def floor(gid: int, degree: int) -> float:
-        asked.append((gid, degree))
-        return 0.3
-
-    found = view.reach([1], floor, statuses=RETRIEVABLE, policy=decay_policy(), now=0.0)[1]
-    assert asked[-1] == (1, 3)  # the quarantined grain's conduit is not traversable, so not counted
-    assert found.degree == 3 and [e.target for e in found.edges] == [2, 3]
+    found = view.reach([1], WeightFloor({1: 0.3}, hub_degree=8), statuses=RETRIEVABLE, policy=decay_policy(),
+                       now=0.0)[1]
+    assert found.degree == 3  # the quarantined grain's conduit is not traversable, so not counted
+    assert [e.target for e in found.edges] == [2, 3]
+    # above the hub degree the floor rises (0.3 * sqrt(3 / 2) at degree 3): the edge of weight 0.3 is left out
+    hub = view.reach([1], WeightFloor({1: 0.3}, hub_degree=2), statuses=RETRIEVABLE, policy=decay_policy(),
+                     now=0.0)[1]
+    assert hub.degree == 3 and [e.target for e in hub.edges] == [2]
 
 
 def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_order():

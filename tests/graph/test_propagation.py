@@ -30,7 +30,7 @@ def graph_of(pairs: list[tuple[int, int, float]], statuses: dict[int, str] | Non
         ids = set(ids)
         asked.append(ids)
         found = {i: adjacency.get(i, []) for i in ids}
-        kept = {i: Reach(len(out), [e for e in out if not cut or e.weight >= floor(i, len(out))])
+        kept = {i: Reach(len(out), [e for e in out if not cut or e.weight >= floor.at(i, len(out))])
                 for i, out in found.items()}
         load.dropped += sum(r.degree - len(r.edges) for r in kept.values())
         return kept
