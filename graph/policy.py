@@ -35,9 +35,10 @@ def propagation_params() -> PropagationParams:
     )
 
 
-def grain_weight_now(grain, now: datetime) -> float:  # noqa: ANN001 - a Grain
-    """The grain's weight with lazy decay applied up to ``now``."""
-    return decay_policy().grain_weight(grain.weight, grain.tier, grain.last_decayed_at.timestamp(), now.timestamp())
+def grain_weight_now(grain, now: datetime, policy: DecayPolicy | None = None) -> float:  # noqa: ANN001 - a Grain
+    """The grain's weight with lazy decay applied up to ``now`` (under ``policy``, by default the settings')."""
+    return (policy or decay_policy()).grain_weight(grain.weight, grain.tier, grain.last_decayed_at.timestamp(),
+                                                   now.timestamp())
 
 
 def conduit_weight_now(conduit, now: datetime) -> float:  # noqa: ANN001 - a Conduit

@@ -310,8 +310,9 @@ def _touch(cursor: CursorWrapper, ids: list[int], now: datetime) -> None:
 def _touched(grains: Mapping[int, Grain], changes: Changes, now: datetime) -> Mapping[int, Grain]:
     """``grains`` as a retrieval leaves them (in memory): the decayed weight, this access counted, dormant and
     archived grains woken. A superseded grain stays asleep: finding it is no reason to believe it again."""
+    policy = decay_policy()
     for grain in grains.values():
-        grain.weight = grain_weight_now(grain, now)
+        grain.weight = grain_weight_now(grain, now, policy)
         grain.last_decayed_at = grain.last_accessed_at = now
         grain.retrievals += 1
         if grain.status == Status.ARCHIVED:
