@@ -1,15 +1,18 @@
 """DB-free tests of signal propagation and ranking."""
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
 from graph.algorithms.propagation import (
+    FLOOR_MARGIN,
     Edge,
     PropagationParams,
     RankInput,
     Reach,
+    WeightFloor,
     normalise_scores,
     propagate,
     rank,
@@ -153,3 +156,15 @@ def test_a_loader_that_leaves_out_edges_under_the_floor_changes_nothing(seed):
     cut = graph_of(pairs, statuses, cut=True)
     assert propagate(entries, dict.fromkeys(entries, "active"), cut, params) == whole
     assert cut.dropped > 0
+
+
+def test_the_floor_sits_a_hair_under_the_weight_that_just_passes_signal_on_at_every_degree():
+    """``WeightFloor.at`` (the lowest floor, raised above the hub degree) against the exact weight at which
+    ``passing * damping * weight`` reaches the threshold: never above it, never more than a millionth under."""
+    rng = random.Random(5)
+    params = PropagationParams(threshold=0.05, hub_degree=8)
+    for _ in range(2000):
+        passing, degree = rng.uniform(1e-3, 1.0), rng.randint(1, 400)
+        floor = WeightFloor({7: params.threshold / passing * FLOOR_MARGIN}, params.hub_degree)
+        exact = params.threshold / (passing * min(1.0, math.sqrt(params.hub_degree / degree)))
+        assert exact * (1 - 1e-6) <= floor.at(7, degree) <= exact
