@@ -58,6 +58,9 @@ from graph.services.traces import pending_traces, trace_ids
 
 # A trace item's fields, in the order _record gives them.
 TRACE_ITEM_FIELDS = ("trace", "grain", "rank", "score", "signal", "hops", "origin_id", "path", "conduits", "features")
+# What the answer shows of its grains and ``_touched`` reads (the other dates are not converted on every retrieval).
+ANSWER_FIELDS = ("content", "provenance", "status", "tier", "confidence", "weight", "level", "retrievals", "context",
+                 "last_decayed_at", "superseded_by")
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:
@@ -200,7 +203,7 @@ def grain_retrieve(
     abstract = {g: i for g, i in inputs.items() if i.level > 0}
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]
-    grains = _touched(grains_by_id(returned), Changes(now), now)  # as the trace's write leaves them
+    grains = _touched(grains_by_id(returned, ANSWER_FIELDS), Changes(now), now)  # as the trace's write leaves them
     write_now = inline if booth is None else (lambda job: booth.record(job).result())  # and wait for it
     trace_id: int | None
     later = None  # the trace's write, queued once the answer is ready

@@ -171,6 +171,22 @@ def test_dormant_grain_is_reached_and_woken_by_retrieval(t0):
     assert Grain.objects.get(pk=grain.pk).status == "active"
 
 
+def test_the_answer_reads_only_the_fields_it_shows(t0, monkeypatch):
+    """The answer's rows are read with some fields only: nothing it shows or touches (a dormant grain woken, an
+    archived one brought back, a weight decayed) loads a field left out, which would cost a query a grain."""
+    woken = grain_store(content="The boat is moored at pier seven.", now=t0).grain
+    archived = grain_store(content="The boat's old pier was pier three.", now=t0).grain
+    Grain.objects.filter(pk=woken.pk).update(status="dormant")
+    Grain.objects.filter(pk=archived.pk).update(status="archived")
+    loaded = []
+    monkeypatch.setattr(Grain, "refresh_from_db", lambda self, *a, **k: loaded.append(k.get("fields")))
+    result = grain_retrieve(query="boat pier", now=t0 + timedelta(days=30))
+    shown = {g.id: g for g in result.grains}
+    assert {gid: g.status for gid, g in shown.items()} == {woken.pk: "active", archived.pk: "active"}
+    assert shown[woken.pk].weight < woken.weight and shown[woken.pk].content == woken.content
+    assert loaded == []
+
+
 def test_feedback_is_idempotent_and_conflicting_verdicts_are_refused(chain, t0):
     from core.errors import Conflict
 
