@@ -72,8 +72,7 @@ class WeightFloor:
     hub_degree: int
 
     def at(self, source: int, degree: int) -> float:
-        low = self.lowest[source]
-        return low * math.sqrt(degree / self.hub_degree) if degree > self.hub_degree else low
+        return self.lowest[source] / _damping(self.hub_degree, degree)
 
 
 NeighbourLoader = Callable[[Iterable[int], WeightFloor], Mapping[int, Reach]]
