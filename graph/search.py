@@ -19,6 +19,9 @@ from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, rare_terms, terms
 from graph.selectors import grains_in_status
 
+# (grain ids, statuses) -> those of the ids whose status is among the statuses.
+InStatus = Callable[[Sequence[int], Sequence[str]], set[int]]
+
 
 class EntrySearch(Protocol):
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
@@ -40,7 +43,7 @@ class Fts5Search:
     """
 
     def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
-                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] | None = None) -> None:
+                 in_status: InStatus | None = None) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
         # Which of some grains have one of some statuses: a query, unless the caller has a better source (a
@@ -317,7 +320,7 @@ def create_probe_tables(sender: object, connection: BaseDatabaseWrapper, **kwarg
 
 
 def entry_search(*, max_docs: int | None = None,
-                 in_status: Callable[[Sequence[int], Sequence[str]], set[int]] | None = None) -> EntrySearch:
+                 in_status: InStatus | None = None) -> EntrySearch:
     """The backend for the current database.
 
     Terms in more grains than ``max_docs`` are not matched; by default the
