@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from core.bulk import marks
 from core.conf import flux_setting as S
@@ -152,9 +152,13 @@ def last_event_id() -> int:
     return ActivityEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
-def events_after(after: int, *, limit: int = EVENT_PAGE_MAX) -> list[dict]:
-    """Events with an id above ``after``, oldest first, each with what a page needs to draw it."""
-    rows = list(ActivityEvent.objects.filter(id__gt=after).order_by("id")[:min(limit, EVENT_PAGE_MAX)])
+def events_after(after: int, *, late: Sequence[tuple[int, int]] = (), limit: int = EVENT_PAGE_MAX) -> list[dict]:
+    """Events with an id above ``after`` or within one of the ``late`` (low, high) ranges, oldest first, each
+    with what a page needs to draw it."""
+    wanted = Q(id__gt=after)
+    for low, high in late:
+        wanted |= Q(id__range=(low, high))
+    rows = list(ActivityEvent.objects.filter(wanted).order_by("id")[:min(limit, EVENT_PAGE_MAX)])
     return events_describe(rows)
 
 

@@ -36,7 +36,7 @@ def flux_settings(settings):
 # scripts/test-postgres): every test that uses the database in this process runs on PostgreSQL and Redis; the
 # others (pure algorithms, tests of whole instances started as processes, which the embedded pass covers, and
 # tests marked sqlite_only: the graph mirror) are left out, and a process a test starts is an embedded instance
-# of its own, never this database.
+# of its own, never this database. Tests marked postgres_only run in that pass alone.
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 if ON_POSTGRES:
     os.environ.pop("DATABASE_URL", None)
@@ -44,13 +44,13 @@ if ON_POSTGRES:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not ON_POSTGRES:
-        return
-    uses_db = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
-    kept, left = [], []
-    for item in items:
-        wants = item.get_closest_marker("django_db") or uses_db & set(getattr(item, "fixturenames", ()))
-        (kept if wants and not item.get_closest_marker("sqlite_only") else left).append(item)
+    if ON_POSTGRES:
+        uses_db = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+        left = [item for item in items if item.get_closest_marker("sqlite_only") or not (
+            item.get_closest_marker("django_db") or uses_db & set(getattr(item, "fixturenames", ())))]
+    else:
+        left = [item for item in items if item.get_closest_marker("postgres_only")]
     if left:
         config.hook.pytest_deselected(items=left)
-        items[:] = kept
+        gone = {id(item) for item in left}
+        items[:] = [item for item in items if id(item) not in gone]
