@@ -74,8 +74,15 @@ else:  # body size, JSON-only writes from no foreign web page, API keys (api/mid
     MIDDLEWARE = ["api.middleware.RestGateMiddleware", *MIDDLEWARE]
 # Under ASGI the REST listener serves its API through this lighter chain: sessions, CSRF, logins and messages
 # belong to the admin (ADMIN_PATH, the full chain); an API call is identified by its key, its views are
-# csrf-exempt, and each of those sync middleware would cost it two thread hops (fluxsite/asgi.py).
-API_MIDDLEWARE = [m for m in MIDDLEWARE if not m.startswith("django.")]
+# csrf-exempt, and each of those sync middleware would cost it two thread hops (fluxsite/asgi.py). Named one by
+# one: a middleware added above is in both chains unless it is added here too.
+ADMIN_ONLY_MIDDLEWARE = frozenset({
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+})
+API_MIDDLEWARE = [m for m in MIDDLEWARE if m not in ADMIN_ONLY_MIDDLEWARE]
 ADMIN_PATH = "/admin"
 ASGI_APPLICATION = "fluxsite.asgi.application"
 WSGI_APPLICATION = "fluxsite.wsgi.application"

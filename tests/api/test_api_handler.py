@@ -7,14 +7,16 @@ import json
 import threading
 
 import pytest
+from django.conf import settings
 from django.core import signals
 
 from fluxsite.api_handler import ApiHandler
 
 
-def _ask(method: str, path: str, body: bytes = b"", headers: tuple = ()) -> tuple[int, dict, list[str]]:
+def _ask(method: str, path: str, body: bytes = b"", headers: tuple = (),
+         answer_headers: dict | None = None) -> tuple[int, dict, list[str]]:
     """One request through a fresh ApiHandler; its status, JSON body, and the thread each request signal ran in
-    ("loop" for the event loop's, else "other")."""
+    ("loop" for the event loop's, else "other"). The answer's headers go into ``answer_headers`` when given."""
     seen: list[str] = []
 
     def started(**kwargs: object) -> None:
@@ -52,7 +54,10 @@ def _ask(method: str, path: str, body: bytes = b"", headers: tuple = ()) -> tupl
     finally:
         signals.request_started.disconnect(started)
         signals.request_finished.disconnect(finished)
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    if answer_headers is not None:
+        answer_headers.update((k.decode().lower(), v.decode()) for k, v in start["headers"])
+    status = start["status"]
     content = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return status, json.loads(content), seen
 
@@ -72,3 +77,16 @@ def test_a_view_on_the_booth_answers_through_it():
     assert seen == ["started:loop", "finished:loop"]
     status, answer, _ = _ask("POST", "/retrieve", b"{", ((b"x-caller-id", b"ana:chat"),))
     assert status == 400, answer  # bad JSON: the project's error, not a 500
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_chain_keeps_every_middleware_but_the_admins():
+    headers: dict = {}
+    status, _, _ = _ask("GET", "/nope", answer_headers=headers)
+    assert status == 404
+    assert headers.get("x-content-type-options") == "nosniff"  # SecurityMiddleware
+    assert headers.get("x-frame-options") == "DENY"  # XFrameOptionsMiddleware
+    assert not any(k == "set-cookie" or v == "Cookie" for k, v in headers.items()), "no session on an API call"
+    status, answer, _ = _ask("POST", "/retrieve", b"x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+                             ((b"x-caller-id", b"ana:chat"),))
+    assert status == 413, answer  # RestGateMiddleware: the body's size is checked before anything reads it
