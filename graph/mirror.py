@@ -12,6 +12,7 @@ the database, whose transactions commit out of id order.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -81,6 +82,13 @@ class _Mirrors:
                 for cid, row in map(_conduit_row, rows):
                     mirror.put_conduit(cid, row)
         self.loads += 1
+        # Out of the cycle collector's sight: a mirror holds no cycles and lives until the next load, but the
+        # interpreter's full collection (run whenever the objects that outlived younger collections have grown by
+        # a quarter) would visit each of its objects: at 100,000 grains 0.8 million, a 0.17 s stop of the whole
+        # process; at 1,000,000, 7.6 million and 1.4 s. Freezing takes every object of the process as it is now
+        # (reference counting still frees them; only a cycle among them would never be); a mirror is loaded at
+        # start and seldom after.
+        gc.freeze()
         log.info("graph mirror loaded: %d grains, %d conduits in %.2f s", len(mirror.grains), len(mirror.conduits),
                  time.monotonic() - started)
         return mirror, *mark

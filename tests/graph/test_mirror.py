@@ -1,6 +1,7 @@
 """The in-memory graph mirror answers what the SQL selectors answer, and follows every change to the graph."""
 from __future__ import annotations
 
+import gc
 import random
 from datetime import timedelta
 
@@ -123,6 +124,17 @@ def test_a_log_it_cannot_follow_means_a_reload(fresh_mirror, t0, monkeypatch):
     assert changes_prune() > 0 and GraphChange.objects.count() == 1
     assert_mirrors_the_database(t0)  # the change it stood on was pruned
     assert mirrors.loads == loads + 3
+
+
+@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
+def test_a_loaded_mirror_is_out_of_the_cycle_collectors_sight(fresh_mirror, t0):
+    grain_store_batch(items=[{"content": c} for c in FACTS], now=t0)
+    view = mirrors.current()
+    rows = [*view.grains.values(), *view.conduits.values()]
+    assert rows and gc.get_freeze_count() > 0
+    young = {id(o) for o in gc.get_objects()}  # what a full collection visits
+    assert not any(id(row) in young for row in rows)
+    assert id(view) not in young and id(view.grains) not in young
 
 
 def test_graph_mirror_off_or_postgresql_reads_the_database(fresh_mirror, flux_settings, t0):
