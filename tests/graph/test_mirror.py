@@ -26,6 +26,7 @@ from graph.selectors import (
 )
 from graph.services import decay_sweep, feedback_record, grain_retrieve
 from memory.forgetting import grain_purge
+from memory.retrieval import YOUNG_COLLECTION, retrieval_warm_up
 from memory.store import grain_store, grain_store_batch
 
 pytestmark = pytest.mark.django_db
@@ -240,3 +241,13 @@ def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_o
                                       and (rows[c].source == g or not outgoing)) for g in ids}
                 assert view.related(ids, kind, outgoing_only=outgoing) == {g: o for g, o in expected.items() if o}
     assert loops and directed  # both were put (and dropped) along the way
+
+
+def test_warming_up_for_retrievals_lets_young_objects_pile_up_before_a_collection(fresh_mirror):
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, *before[1:])
+        retrieval_warm_up()
+        assert gc.get_threshold() == (YOUNG_COLLECTION, *before[1:]) and YOUNG_COLLECTION > 700
+    finally:
+        gc.set_threshold(*before)
