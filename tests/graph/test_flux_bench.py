@@ -26,7 +26,7 @@ def test_the_benchmark_measures_store_and_retrieval_in_process_and_over_http(tmp
     assert result["store_batch_last_from"] == 190 and result["store_batch_last_grains_per_s"] > 0  # its last 5%
     for figure in ("fts5_floor_ms", "entry_search_ms", "retrieve_inprocess_ms", "retrieve_inprocess_trace_inline_ms",
                    "retrieve_http_ms"):
-        assert 0 < result[figure]["p50"] <= result[figure]["p99"], figure
+        assert 0 < result[figure]["p50"] <= result[figure]["p99"] <= result[figure]["max"], figure
     assert result["web_rss_mb"] > 20 and result["bench_rss_mb"] > 20
 
 
