@@ -1,10 +1,10 @@
 """Each process's in-memory mirror of the graph for retrieval, kept current from the change log.
 
 Loaded once per process and database (grains and conduits, two streaming
-queries), then before each use brought up to date: triggers append a
-``GraphChange`` row for every grain or conduit changed by any process, and the
-mirror re-reads the rows named after the last change it applied (one indexed
-query when nothing changed). A log it cannot follow (rows it applied since
+queries, and the clusters' hubs), then before each use brought up to date:
+triggers append a ``GraphChange`` row for every grain, conduit or cluster
+changed by any process, and the mirror re-reads the rows named after the last
+change it applied (one indexed query when nothing changed). A log it cannot follow (rows it applied since
 rolled back, pruned, or more than RELOAD_AFTER changes behind) means a full
 reload. Retrieval applies its own touches (the access time), which are not
 logged, to the mirror directly. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
@@ -13,6 +13,7 @@ the database, whose transactions commit out of id order.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from django.db import connection
 from core.bulk import marks
 from core.conf import flux_setting as S
 from graph.algorithms.mirror import ConduitRow, GraphMirror
-from graph.models import Conduit, GraphChange
+from graph.models import Cluster, Conduit, GraphChange
 from graph.selectors import CHUNK, _epoch, grain_row, grain_rows_sql
 
 log = logging.getLogger("flux.mirror")
@@ -40,6 +41,15 @@ def _conduit_sql() -> str:
 def _conduit_row(row: tuple) -> tuple[int, ConduitRow]:
     cid, source, target, weight, created, decayed, directed, kind = row
     return cid, ConduitRow(source, target, weight, float(created), float(decayed), bool(directed), kind)
+
+
+def _cluster_sql() -> str:
+    return f"SELECT id, hubs FROM {Cluster._meta.db_table}"
+
+
+def _cluster_row(row: tuple) -> tuple[int, tuple[int, ...]]:
+    cid, hubs = row
+    return cid, tuple(json.loads(hubs) if isinstance(hubs, str) else hubs)
 
 
 class _Mirrors:
@@ -81,6 +91,9 @@ class _Mirrors:
             while rows := cursor.fetchmany(10_000):
                 for cid, row in map(_conduit_row, rows):
                     mirror.put_conduit(cid, row)
+            cursor.execute(_cluster_sql())
+            for cid, hubs in map(_cluster_row, cursor.fetchall()):
+                mirror.put_cluster(cid, hubs)
         self.loads += 1
         # Out of the cycle collector's sight: a mirror holds no cycles and lives until the next load, but the
         # interpreter's full collection (run whenever the objects that outlived younger collections have grown by
@@ -107,14 +120,15 @@ class _Mirrors:
             return None
         if not changes:
             return mirror, last, token
-        grains = sorted({row for _, kind, row, _ in changes if kind == GraphChange.GRAIN})
-        conduits = sorted({row for _, kind, row, _ in changes if kind == GraphChange.CONDUIT})
-        _apply(mirror, grains, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain)
-        _apply(mirror, conduits, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit)
+        for kind, sql, parse, put, drop in (
+                (GraphChange.GRAIN, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain),
+                (GraphChange.CONDUIT, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit),
+                (GraphChange.CLUSTER, _cluster_sql(), _cluster_row, mirror.put_cluster, mirror.drop_cluster)):
+            _apply(sorted({row for _, k, row, _ in changes if k == kind}), sql, parse, put, drop)
         return mirror, changes[-1][0], changes[-1][3]
 
 
-def _apply(mirror: GraphMirror, ids: list[int], sql: str, parse, put, drop) -> None:  # noqa: ANN001
+def _apply(ids: list[int], sql: str, parse, put, drop) -> None:  # noqa: ANN001
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start: start + CHUNK]
         with connection.cursor() as cursor:

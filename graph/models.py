@@ -151,11 +151,12 @@ class RankerWeight(models.Model):
 
 
 class GraphChange(models.Model):
-    """One row changed in what retrieval reads of the graph (a grain's rank fields, a conduit), appended by
-    database triggers (SQLite): each process's in-memory mirror (graph.mirror) reads the rows after the last one
-    it applied. ``token`` is random, so a mirror notices rows it applied that were since rolled back."""
+    """One row changed in what retrieval reads of the graph (a grain's rank fields, a conduit, a cluster's hubs),
+    appended by database triggers (SQLite): each process's in-memory mirror (graph.mirror) reads the rows after
+    the last one it applied. ``token`` is random, so a mirror notices rows it applied that were since rolled
+    back."""
 
-    GRAIN, CONDUIT = 1, 2
+    GRAIN, CONDUIT, CLUSTER = 1, 2, 3
     kind = models.PositiveSmallIntegerField()
     row = models.BigIntegerField()
     token = models.BigIntegerField()

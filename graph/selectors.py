@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
@@ -271,18 +271,21 @@ class _HubCache:
 cluster_hubs = _HubCache()
 
 
-def cluster_hub_edges(members: Mapping[int, int | None], *, weight: float) -> dict[int, list[Edge]]:
+def cluster_hub_edges(members: Mapping[int, int | None], *, weight: float,
+                      hubs: Callable[[Iterable[int]], Mapping[int, tuple[int, ...]]] | None = None,
+                      ) -> dict[int, list[Edge]]:
     """Weak edges from each grain of ``members`` (grain id -> its cluster id) to its cluster's hubs.
 
     Edges carry the negated cluster id in place of a conduit id: they are not
-    conduits, and learning leaves them alone. No query but a cache refresh.
+    conduits, and learning leaves them alone. ``hubs`` gives some clusters' hubs (a retrieval asks its
+    mirror); else no query but a cache refresh.
     """
     out: dict[int, list[Edge]] = {}
     if weight <= 0:
         return out
-    hubs = cluster_hubs.get()
+    table = cluster_hubs.get() if hubs is None else hubs(set(members.values()))
     for gid, cluster in members.items():
-        found = [Edge(h, weight, -cluster, Status.ACTIVE) for h in hubs.get(cluster, ()) if h != gid]
+        found = [Edge(h, weight, -cluster, Status.ACTIVE) for h in table.get(cluster, ()) if h != gid]
         if found:
             out[gid] = found
     return out

@@ -4,13 +4,13 @@ Retrieval reads, for a few hundred grains, their conduits with decayed
 weights and their rank inputs; through SQL that is a query per hop and
 thousands of rows turned into Python objects each time. The mirror keeps the
 same facts in memory (per grain: its rank fields; per conduit: its ends,
-weight, stamps, kind and direction; per grain its conduits, packed) and
-answers the same questions as ``graph.selectors`` does with the same results:
-``neighbours``, ``rank_inputs``, ``related`` (contradictions, abstractions'
-sources). Lazy decay is computed from the stamps, as the SQL path does. It is
-kept current by ``put_grain``/``drop_grain``/``put_conduit``/``drop_conduit``.
-Every method holds the mirror's lock: one thread may follow the database's
-changes while others read.
+weight, stamps, kind and direction; per grain its conduits, packed; per
+cluster its hubs) and answers the same questions as ``graph.selectors`` does
+with the same results: ``neighbours``, ``rank_inputs``, ``related``
+(contradictions, abstractions' sources), ``hubs``. Lazy decay is computed from
+the stamps, as the SQL path does. It is kept current by ``put_*`` and
+``drop_*`` of grains, conduits and clusters. Every method holds the mirror's
+lock: one thread may follow the database's changes while others read.
 """
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ class GraphMirror:
         # being SENDS | SOURCE | kind code << 2, and (weight, created, decayed) triples. Beside them each grain's
         # status as a code, by grain id (0: no such grain).
         self._incident: dict[int, tuple[array, array]] = {}
+        self._hubs: dict[int, tuple[int, ...]] = {}  # by cluster id, its hubs
         self._status = bytearray()
         self._statuses = _Codes()
         self._kinds = _Codes()
@@ -113,6 +114,19 @@ class GraphMirror:
                 del ids[3 * k: 3 * k + 3], values[3 * k: 3 * k + 3]
                 if not ids:
                     del self._incident[end]
+
+    def put_cluster(self, cid: int, hubs: tuple[int, ...]) -> None:
+        with self._lock:
+            self._hubs[cid] = hubs
+
+    def drop_cluster(self, cid: int) -> None:
+        with self._lock:
+            self._hubs.pop(cid, None)
+
+    def hubs(self, clusters: Iterable[int]) -> dict[int, tuple[int, ...]]:
+        """What ``graph.selectors.cluster_hubs`` holds, for ``clusters``: each one's hubs (those that exist)."""
+        with self._lock:
+            return {cid: self._hubs[cid] for cid in clusters if cid in self._hubs}
 
     def touched(self, ids: Iterable[int], now: float) -> None:
         """Grains just returned by a retrieval of this process: accessed ``now``."""

@@ -127,7 +127,7 @@ def activate(
     # Entry grains also reach their cluster's hubs, over weak links.
     hub_edges = cluster_hub_edges({g: inputs[g].cluster_id for g in relay_from
                                    if g in inputs and inputs[g].cluster_id is not None},
-                                  weight=S("CLUSTER_NEIGHBOUR_WEIGHT"))
+                                  weight=S("CLUSTER_NEIGHBOUR_WEIGHT"), hubs=view.hubs if view is not None else None)
 
     def conduits(ids: list[int], floor: WeightFloor | None) -> dict[int, Reach]:
         if view is not None:

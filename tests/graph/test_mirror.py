@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import random
 from datetime import timedelta
 
@@ -11,20 +12,22 @@ from django.db import connection, transaction
 from epistemic.services import relation_assert
 from grains.models import Grain, Status
 from graph import mirror as mirror_module
+from graph import selectors as selectors_module
 from graph.algorithms.mirror import ConduitRow, GrainRow, GraphMirror
 from graph.algorithms.propagation import Edge, WeightFloor
 from graph.mirror import changes_prune, mirrors
-from graph.models import Conduit, ConduitKind, GraphChange
+from graph.models import Cluster, Conduit, ConduitKind, GraphChange
 from graph.policy import DAY, decay_policy
 from graph.selectors import (
     RETRIEVABLE,
     abstraction_sources,
+    cluster_hubs,
     conduit_neighbours,
     contradictions_of,
     grain_rank_inputs,
     grains_in_status,
 )
-from graph.services import decay_sweep, feedback_record, grain_retrieve
+from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
 from memory.forgetting import grain_purge
 from memory.retrieval import YOUNG_COLLECTION, retrieval_warm_up
 from memory.store import grain_store, grain_store_batch
@@ -56,6 +59,8 @@ def assert_mirrors_the_database(now, statuses=RETRIEVABLE):
     assert view.related(ids, ConduitKind.ABSTRACTS, outgoing_only=True) == dict(abstraction_sources(ids))
     for wanted in (statuses, (Status.DORMANT,), (Status.ARCHIVED,)):  # what entry search asks of the best matches
         assert view.in_status(ids, wanted) == grains_in_status(ids, wanted), wanted
+    clusters = list(Cluster.objects.values_list("pk", flat=True)) + [10**9]
+    assert view.hubs(clusters) == {cid: hubs for cid, hubs in cluster_hubs.get().items()}
     return view
 
 
@@ -90,6 +95,31 @@ def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_pur
     assert mirrors.loads == loads  # all of it followed from the change log, no reload
     assert grains[2].pk not in view.grains and view.related([grains[1].pk], ConduitKind.CONTRADICTS) == {
         grains[1].pk: [grains[3].pk]}
+
+
+@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
+def test_the_mirror_follows_the_clusters_hubs_and_a_retrieval_asks_it_for_them(fresh_mirror, flux_settings, t0,
+                                                                              monkeypatch):
+    flux_settings(CLUSTER_MIN_SIZE=2)
+    grain_store_batch(items=[{"content": c, "context": "garden"} for c in FACTS], now=t0)
+    mirrors.current()
+    loads = mirrors.loads
+    assert cluster_rebuild(now=t0).clusters > 0
+    assert_mirrors_the_database(t0)
+    first = Cluster.objects.order_by("pk").first()
+    with connection.cursor() as cursor:  # another process's rebuild: hubs changed, then a cluster removed
+        cursor.execute("UPDATE graph_cluster SET hubs = %s WHERE id = %s", [json.dumps(first.hubs[:1]), first.pk])
+    assert mirrors.current().hubs([first.pk]) == {first.pk: tuple(first.hubs[:1])}
+    Grain.objects.filter(cluster_id=first.pk).update(cluster_id=None)
+    Cluster.objects.filter(pk=first.pk).delete()
+    assert_mirrors_the_database(t0)
+    assert mirrors.loads == loads, "followed from the change log"
+
+    cluster_rebuild(now=t0)
+    asked = []
+    monkeypatch.setattr(selectors_module.cluster_hubs, "get", lambda: asked.append(1) or {})
+    found = grain_retrieve(query="greenhouse basil", limit=3, now=t0)
+    assert found.grains and asked == [], "the hubs came from the mirror, not the database"
 
 
 @pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
