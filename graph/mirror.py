@@ -1,13 +1,11 @@
 """Each process's in-memory mirror of the graph for retrieval, kept current from the change log.
 
-Loaded once per process and database (grains and conduits, two streaming
-queries, and the clusters' hubs), then before each use brought up to date:
-triggers append a ``GraphChange`` row for every grain, conduit or cluster
-changed by any process, and the mirror re-reads the rows named after the last
-change it applied (one indexed query when nothing changed). A log it cannot follow (rows it applied since
-rolled back, pruned, or more than RELOAD_AFTER changes behind) means a full
-reload. Retrieval applies its own touches (the access time), which are not
-logged, to the mirror directly. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
+Loaded once per process and database (grains and conduits, two streaming queries, and the clusters' hubs),
+then before each use brought up to date: triggers append a ``GraphChange`` row for every grain, conduit or
+cluster changed by any process, and the mirror re-reads the rows named after the last change it applied (one
+indexed query when nothing changed). A log it cannot follow (rows it applied since rolled back, pruned, or
+more than RELOAD_AFTER changes behind) means a full reload. Retrieval applies its own touches (the access
+time), which are not logged, to the mirror directly. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
 the database, whose transactions commit out of id order.
 """
 from __future__ import annotations
