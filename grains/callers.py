@@ -7,6 +7,7 @@ the evaluation tools) and are refused from outside (REST headers, MCP tool argum
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 
 from core.bulk import bulk_fetch
@@ -82,7 +83,11 @@ def caller_check(caller: str | tuple[str, str] | Caller | None) -> Caller | None
     return next((r for r in rows if r.role == role), None)
 
 
-def caller_acting(caller: str | tuple[str, str] | Caller | None, *, now: datetime) -> Caller:
+def caller_acting(caller: str | tuple[str, str] | Caller | None, *, now: datetime,
+                  write: Callable[[Callable[[], Caller]], Caller] | None = None) -> Caller:
     """The row of a caller about to store, retrieve, rate or relate (created on first use); a blocked client is
-    refused. It may write: call it on the writer."""
-    return caller_check(caller) or caller_resolve(caller, now=now)
+    refused. It may write: call it on the writer, or give ``write``, which runs the creation there."""
+    found = caller_check(caller)
+    if found is not None:
+        return found
+    return caller_resolve(caller, now=now) if write is None else write(lambda: caller_resolve(caller, now=now))

@@ -186,7 +186,10 @@ def grain_retrieve(
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
-    who = caller_acting(caller, now=now)
+    write_now = inline if booth is None else (lambda job: booth.record(job).result())  # and wait for it
+    # A caller's first act makes its row: on the booth's writer, like every write of the service (on a read
+    # worker it waited for SQLite's lock behind the writer's open commit: seconds for 8 new callers at once).
+    who = caller_acting(caller, now=now, write=write_now)
     if S("FEEDBACK_ENFORCEMENT_ENABLED") if enforce_feedback is None else enforce_feedback:
         _refuse_if_owed(who, now)
     statuses = RETRIEVABLE + ((Status.QUARANTINED,) if include_quarantined else ())
@@ -204,7 +207,6 @@ def grain_retrieve(
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]
     grains = _touched(grains_by_id(returned, ANSWER_FIELDS), Changes(now), now)  # as the trace's write leaves them
-    write_now = inline if booth is None else (lambda job: booth.record(job).result())  # and wait for it
     trace_id: int | None
     later = None  # the trace's write, queued once the answer is ready
     try:

@@ -1,11 +1,14 @@
 """Retrieval and learning through the services, on the database."""
 from __future__ import annotations
 
+import threading
 from datetime import UTC, timedelta
 
 import pytest
 
-from grains.models import ActivityEvent, Grain
+from core.booth import Booth
+from grains import callers
+from grains.models import ActivityEvent, Caller, Grain
 from graph.models import Conduit, Feedback, Trace, TraceItem
 from graph.policy import grain_weight_now
 from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
@@ -292,3 +295,26 @@ def test_a_grain_dated_within_the_date_a_query_names_ranks_first(t0, flux_settin
     assert ids(grain_retrieve(query="What did Jon paint in May?", now=t0)) == [fence.pk, shed.pk]
     flux_settings(TEMPORAL_BOOST=0.0)
     assert ids(grain_retrieve(query="What did Jon paint on May 23, 2023?", now=t0)) == [shed.pk, fence.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_callers_row_is_made_by_the_booths_writer_not_the_read_worker(t0, monkeypatch):
+    grain_store(content=CHAIN[0], now=t0)
+    made_on: list[str] = []
+    resolve = callers.caller_resolve
+
+    def watched(*args, **kwargs):
+        made_on.append(threading.current_thread().name)
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(callers, "caller_resolve", watched)
+    booth = Booth(2)
+    try:
+        for _ in range(2):  # the second time the row exists: nothing is made
+            found = booth.read(lambda: grain_retrieve(query="greyhound Pixel", caller="newcomer:chat", now=t0,
+                                                      booth=booth)).result(10)
+            assert ids(found) == [Grain.objects.get(content=CHAIN[0]).pk]
+    finally:
+        booth.close()
+    assert len(made_on) == 1 and made_on[0].startswith("flux-write"), made_on
+    assert Caller.objects.filter(client="newcomer", role="chat").count() == 1
