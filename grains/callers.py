@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 
+from core.booth import inline
 from core.bulk import bulk_fetch
 from core.errors import CallerBlocked, Forbidden, InvalidInput
 from grains.models import Caller, Role
@@ -87,7 +88,4 @@ def caller_acting(caller: str | tuple[str, str] | Caller | None, *, now: datetim
                   write: Callable[[Callable[[], Caller]], Caller] | None = None) -> Caller:
     """The row of a caller about to store, retrieve, rate or relate (created on first use); a blocked client is
     refused. It may write: call it on the writer, or give ``write``, which runs the creation there."""
-    found = caller_check(caller)
-    if found is not None:
-        return found
-    return caller_resolve(caller, now=now) if write is None else write(lambda: caller_resolve(caller, now=now))
+    return caller_check(caller) or (write or inline)(lambda: caller_resolve(caller, now=now))
