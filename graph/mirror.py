@@ -47,7 +47,7 @@ def _cluster_sql() -> str:
 
 def _cluster_row(row: tuple) -> tuple[int, tuple[int, ...]]:
     cid, hubs = row
-    return cid, tuple(json.loads(hubs) if isinstance(hubs, str) else hubs)
+    return cid, tuple(json.loads(hubs))  # SQLite keeps a JSON field as text
 
 
 class _Mirrors:
