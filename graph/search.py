@@ -107,7 +107,8 @@ class Fts5Search:
         total = cursor.fetchone()[0] or 0
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
+        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total)
+                for ws in word_lists]
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
@@ -192,7 +193,8 @@ class PostgresSearch:
         stems = _stems.of("postgresql", words, look_up)
         doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs) for ws in word_lists]
+        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total)
+                  for ws in word_lists]
         return chosen, stems, doc_freq
 
 

@@ -65,6 +65,17 @@ def test_the_shorter_grain_wins_on_equal_terms(corpus):
     assert [gid for gid, _ in search("kettle")] == [corpus[0], corpus[1]]
 
 
+def test_a_common_word_left_alone_is_matched_until_it_is_in_half_the_grains(corpus, flux_settings, t0):
+    """Common words are not matched unless nothing else is left; then the rarest is, while BM25 still weighs it
+    (it ranks as before), and not once half the grains have it (it would rank every one of them by length)."""
+    flux_settings(COMMON_TERM_FRACTION=0.2, COMMON_TERM_MIN_DOCS=0)
+    assert search("garden zorblax") == search("garden") and len(search("garden")) == 3
+    for n in range(8):
+        grain_store(content=f"A garden row number {n}", now=t0)
+    assert search("garden zorblax") == []
+    assert search("garden snow") == search("snow")
+
+
 def test_a_rare_term_outweighs_a_common_one_and_ties_go_by_id(corpus):
     assert [gid for gid, _ in search("garden orchid")] == [corpus[5], corpus[2], corpus[3], corpus[4]]
 

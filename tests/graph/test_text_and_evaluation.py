@@ -29,6 +29,18 @@ def test_rare_terms_keep_the_rarest_known_words_and_drop_common_ones():
     assert rare_terms(["zebra"], stems, freq, max_terms=5, max_docs=100) == []
 
 
+def test_a_common_word_left_alone_is_matched_only_while_bm25_still_weighs_it():
+    """The fallback to the single rarest word stops at words in half the grains or more: BM25 gives them no
+    weight, and matching one would score every grain that has it to rank them by length alone."""
+    stems = {"note": "note", "caroline": "carolin", "truxol": "truxol"}
+    freq = {"note": 100_000, "carolin": 49_999}
+    assert rare_terms(["note", "caroline"], stems, freq, max_terms=5, max_docs=5_000, grains=100_000) == ["caroline"]
+    assert rare_terms(["note", "truxol"], stems, freq, max_terms=5, max_docs=5_000, grains=100_000) == []
+    freq["carolin"] = 50_000
+    assert rare_terms(["note", "caroline"], stems, freq, max_terms=5, max_docs=5_000, grains=100_000) == []
+    assert rare_terms(["note"], stems, {"note": 2_000}, max_terms=5, max_docs=2_000, grains=2_500) == ["note"]
+
+
 def test_learned_cues_add_only_the_query_words_the_grain_lacks_and_keep_the_newest():
     content = "Mel adopted a greyhound called Pixel."
     assert learned_cues("", content, "What dog did Mel adopt?", max_terms=8) == "dog adopt"
