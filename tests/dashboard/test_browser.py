@@ -3,9 +3,11 @@ Celery worker with beat, each its own process, on free loopback ports)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import pytest
@@ -33,9 +35,14 @@ def store(rest: str, content: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory):
+def home(tmp_path_factory):
+    """The folder of the instance the dashboard shows (``mem``)."""
+    return tmp_path_factory.mktemp("browser") / "home"
+
+
+@pytest.fixture(scope="module")
+def running(home):
     """(REST URL, dashboard URL, ids of the stored grains); beat sweeps decay every 2 s."""
-    home = tmp_path_factory.mktemp("browser") / "home"
     assert flux(home, "init", "--name", "mem", "--yes").returncode == 0
     rest_port, board_port = free_port(), free_port()
     config = home / "mem" / "config.yaml"
@@ -148,6 +155,30 @@ def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, brows
         row = page.locator("#events li[data-kind='grains.grain_stored']", has_text=content)
         expect(row).to_have_count(1, timeout=30_000)  # pushed to the open page: it never reloads
         assert page.evaluate("(key) => fluxView.graph.hasNode(key)", f"g{gid}")
+
+
+def test_an_event_committed_after_a_higher_id_still_reaches_the_page(running, browser, home):
+    """On PostgreSQL an event's transaction can commit after one with a higher id; the relay sends it late and
+    the page shows it (the ids are given here to play that order on the instance's own database)."""
+    _, board, _ = running
+    rows = "#events li[data-kind='test.order']"
+    with opened(browser, board, "/chronicle", live=True) as watched, \
+            sqlite3.connect(home / "mem" / "flux.sqlite3", timeout=30, isolation_level=None) as db:
+        page = watched.page
+
+        def write(pk: int, kind: str) -> None:
+            db.execute("INSERT INTO grains_activityevent (id, kind, payload, created_at) VALUES (?, ?, '{}', ?)",
+                       (pk, kind, datetime.now(UTC).replace(tzinfo=None).isoformat(" ")))
+
+        db.execute("BEGIN IMMEDIATE")
+        second = db.execute("SELECT coalesce(max(id), 0) + 2 FROM grains_activityevent").fetchone()[0]
+        write(second, "test.order")  # the next id is left free: the service's own events go above it
+        db.execute("COMMIT")
+        expect(page.locator(rows)).to_have_count(1, timeout=15_000)
+        write(second - 1, "test.order")
+        expect(page.locator(rows)).to_have_count(2, timeout=15_000)
+        assert sorted(int(n) for n in page.locator(rows).evaluate_all("(lis) => lis.map((li) => li.dataset.event)")
+                      ) == [second - 1, second]
 
 
 def test_a_decay_sweep_in_the_celery_worker_reaches_the_page(running, browser):

@@ -47,9 +47,13 @@
   };
 
   // --- live updates: a snapshot on connect, then deltas; reconnects resume from the last event id ---------
+  const SHOWN_MAX = 10000;
   Flux.live = function ({ onSnapshot, onEvents, after = null }) {
     const badge = document.getElementById("live");
     let lastId = after;
+    // Ids passed on, the newest SHOWN_MAX: an event whose transaction committed after a higher id's comes later
+    // and below lastId (the server sends each id once a connection; on reconnecting it resumes above lastId).
+    const shown = new Set();
     let delay = 500;
     function connect() {
       const scheme = window.location.protocol === "https:" ? "wss" : "ws";
@@ -62,9 +66,14 @@
           if (lastId === null) lastId = data.last_event_id;
           if (onSnapshot) onSnapshot(data);
         } else if (data.type === "delta") {
-          const fresh = data.events.filter((e) => e.id > lastId);
+          const fresh = data.events.filter((e) => !shown.has(e.id));
           if (fresh.length) {
-            lastId = fresh[fresh.length - 1].id;
+            fresh.forEach((e) => shown.add(e.id));
+            for (const id of shown) {
+              if (shown.size <= SHOWN_MAX) break;
+              shown.delete(id);  // the oldest passed on first
+            }
+            lastId = Math.max(lastId ?? 0, ...fresh.map((e) => e.id));
             document.body.dataset.lastEvent = lastId;
             if (onEvents) onEvents(fresh);
           }
