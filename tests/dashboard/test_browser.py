@@ -6,7 +6,7 @@ import json
 import sqlite3
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -163,19 +163,19 @@ def test_an_event_committed_after_a_higher_id_still_reaches_the_page(running, br
     _, board, _ = running
     rows = "#events li[data-kind='test.order']"
     with opened(browser, board, "/chronicle", live=True) as watched, \
-            sqlite3.connect(home / "mem" / "flux.sqlite3", timeout=30, isolation_level=None) as db:
+            closing(sqlite3.connect(home / "mem" / "flux.sqlite3", timeout=30, isolation_level=None)) as db:
         page = watched.page
 
-        def write(pk: int, kind: str) -> None:
-            db.execute("INSERT INTO grains_activityevent (id, kind, payload, created_at) VALUES (?, ?, '{}', ?)",
-                       (pk, kind, datetime.now(UTC).replace(tzinfo=None).isoformat(" ")))
+        def write(pk: int) -> None:
+            db.execute("INSERT INTO grains_activityevent (id, kind, payload, created_at) "
+                       "VALUES (?, 'test.order', '{}', ?)", (pk, datetime.now(UTC).replace(tzinfo=None).isoformat(" ")))
 
         db.execute("BEGIN IMMEDIATE")
         second = db.execute("SELECT coalesce(max(id), 0) + 2 FROM grains_activityevent").fetchone()[0]
-        write(second, "test.order")  # the next id is left free: the service's own events go above it
+        write(second)  # the next id is left free: the service's own events go above it
         db.execute("COMMIT")
         expect(page.locator(rows)).to_have_count(1, timeout=15_000)
-        write(second - 1, "test.order")
+        write(second - 1)
         expect(page.locator(rows)).to_have_count(2, timeout=15_000)
         assert sorted(int(n) for n in page.locator(rows).evaluate_all("(lis) => lis.map((li) => li.dataset.event)")
                       ) == [second - 1, second]
