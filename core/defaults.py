@@ -202,7 +202,7 @@ SETTINGS: list[Setting] = [
         ("MAX_GRAINS_PER_CALL", 100, "Most grains in one batch store."),
         ("STORE_LINK_NEIGHBOURS", 3, "Lexical neighbours a new grain is linked to by association conduits."),
         ("STORE_LINK_TERMS", 5, "Rarest terms of a new grain used to find its lexical neighbours."),
-        ("STORE_LINK_MAX_DOCS", 200, "Terms in more grains than this are not used to find lexical neighbours (keeps storing flat in cost)."),
+        ("STORE_LINK_MAX_DOCS", 200, "Terms in more grains than this are never used to find lexical neighbours, even when a grain has no other (keeps storing flat in cost)."),
         ("STORE_LINK_MIN_SIMILARITY", 0.25, "Least lexical similarity (neighbour score / self score) for such a link."),
         ("LEXICAL_CONDUIT_WEIGHT", 0.3, "Weight of a lexical-neighbour conduit at similarity 1.0 (scaled by similarity)."),
         ("CONTEXT_LINKS", 2, "Previous grains of the same context a new grain is linked to."),

@@ -43,9 +43,10 @@ class Fts5Search:
     """
 
     def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
-                 in_status: InStatus | None = None) -> None:
+                 in_status: InStatus | None = None, *, last_resort: bool = True) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
+        self.last_resort = last_resort  # the rarest term past the bound, when no other is left (see rare_terms)
         # Which of some grains have one of some statuses: a query, unless the caller has a better source (a
         # retrieval asks its mirror).
         self.in_status = in_status or grains_in_status
@@ -107,8 +108,8 @@ class Fts5Search:
         total = cursor.fetchone()[0] or 0
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total)
-                for ws in word_lists]
+        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total,
+                           last_resort=self.last_resort) for ws in word_lists]
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
@@ -149,9 +150,10 @@ class PostgresSearch:
     broken by id.
     """
 
-    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0) -> None:
+    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0, *, last_resort: bool = True) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
+        self.last_resort = last_resort
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
@@ -193,8 +195,8 @@ class PostgresSearch:
         stems = _stems.of("postgresql", words, look_up)
         doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total)
-                  for ws in word_lists]
+        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total,
+                              last_resort=self.last_resort) for ws in word_lists]
         return chosen, stems, doc_freq
 
 
@@ -325,13 +327,16 @@ def entry_search(*, max_docs: int | None = None,
                  in_status: InStatus | None = None) -> EntrySearch:
     """The backend for the current database.
 
-    Terms in more grains than ``max_docs`` are not matched; by default the
-    limit is COMMON_TERM_FRACTION of the grains, at least COMMON_TERM_MIN_DOCS.
+    Terms in more grains than ``max_docs`` are never matched: a text of
+    common words alone finds nothing, so a store's cost stays flat however
+    its grains are worded. By default the limit is COMMON_TERM_FRACTION of the
+    grains, at least COMMON_TERM_MIN_DOCS, and a query left with no other term
+    matches its rarest (see ``rare_terms``).
     On SQLite, ``in_status`` (by default a query) says which of the best matches have a wanted status; the
     PostgreSQL search checks statuses within its query.
     """
-    fraction, docs = (0.0, max_docs) if max_docs is not None else (S("COMMON_TERM_FRACTION"),
-                                                                   S("COMMON_TERM_MIN_DOCS"))
+    fraction, docs, last_resort = ((0.0, max_docs, False) if max_docs is not None
+                                   else (S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"), True))
     if connection.vendor == "postgresql":
-        return PostgresSearch(fraction, docs)
-    return Fts5Search(fraction, docs, in_status)
+        return PostgresSearch(fraction, docs, last_resort=last_resort)
+    return Fts5Search(fraction, docs, in_status, last_resort=last_resort)

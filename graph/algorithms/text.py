@@ -51,21 +51,23 @@ def fts5_or(words: list[str]) -> str:
 
 def rare_terms(
     words: list[str], stems: dict[str, str], doc_freq: dict[str, int], *, max_terms: int, max_docs: float,
-    grains: float = math.inf,
+    grains: float = math.inf, last_resort: bool = True,
 ) -> list[str]:
     """The words worth matching: known to the index, rarest first, at most ``max_terms``.
 
     Words whose stem occurs in more than ``max_docs`` grains are dropped (they
-    rank little and cost the most), unless nothing else is left, in which case
-    the single rarest is kept if it is in fewer than half of the ``grains``: one
-    in half of them or more has no weight in BM25 (its idf is floored near 0),
-    so matching it would rank every grain that has it by length alone, at the
-    cost of scoring them all. Words the index has never seen are dropped: they
-    can match nothing.
+    rank little and cost the most), unless nothing else is left and
+    ``last_resort`` holds, in which case the single rarest is kept if it is in
+    fewer than half of the ``grains``: one in half of them or more has no
+    weight in BM25 (its idf is floored near 0), so matching it would rank every
+    grain that has it by length alone, at the cost of scoring them all. Words
+    the index has never seen are dropped: they can match nothing.
     """
     known = sorted((doc_freq[stems[w]], i, w) for i, w in enumerate(words) if stems.get(w) in doc_freq)
     chosen = [w for df, _, w in known if df <= max_docs][:max_terms]
-    return chosen or [w for df, _, w in known[:1] if df < grains / 2]
+    if chosen or not last_resort:
+        return chosen
+    return [w for df, _, w in known[:1] if df < grains / 2]
 
 
 def learned_cues(cues: str, content: str, query: str, *, max_terms: int) -> str:

@@ -76,6 +76,17 @@ def test_a_common_word_left_alone_is_matched_until_it_is_in_half_the_grains(corp
     assert search("garden snow") == search("snow")
 
 
+def test_the_stores_bound_on_common_words_has_no_last_resort(corpus):
+    """A store's neighbour search never matches a term past its bound, however few are left: a grain of common
+    words alone would otherwise score every grain that has its rarest (at 100,000 grains, thousands a grain,
+    the writer waiting)."""
+    store_search = entry_search(max_docs=2)  # as the store's, with STORE_LINK_MAX_DOCS 2
+    assert [gid for gid, _ in store_search.search("orchid garden", limit=10, statuses=["active"], max_terms=5)] \
+        == [corpus[5]]
+    assert store_search.search("garden", limit=10, statuses=["active"], max_terms=5) == []
+    assert len(search("garden")) == 3  # a retrieval still matches it, as its last resort
+
+
 def test_a_rare_term_outweighs_a_common_one_and_ties_go_by_id(corpus):
     assert [gid for gid, _ in search("garden orchid")] == [corpus[5], corpus[2], corpus[3], corpus[4]]
 

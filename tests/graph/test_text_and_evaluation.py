@@ -41,6 +41,17 @@ def test_a_common_word_left_alone_is_matched_only_while_bm25_still_weighs_it():
     assert rare_terms(["note"], stems, {"note": 2_000}, max_terms=5, max_docs=2_000, grains=2_500) == ["note"]
 
 
+def test_without_a_last_resort_no_word_past_the_bound_is_matched():
+    """The store's neighbour search: a text of common words alone matches nothing, at any count."""
+    stems = {"plan": "plan", "visit": "visit", "orchid": "orchid"}
+    freq = {"plan": 201, "visit": 15_000, "orchid": 3}
+    assert rare_terms(["plan", "visit"], stems, freq, max_terms=5, max_docs=200, grains=100_000) == ["plan"]
+    assert rare_terms(["plan", "visit"], stems, freq, max_terms=5, max_docs=200, grains=100_000,
+                      last_resort=False) == []
+    assert rare_terms(["plan", "orchid"], stems, freq, max_terms=5, max_docs=200, grains=100_000,
+                      last_resort=False) == ["orchid"]
+
+
 def test_learned_cues_add_only_the_query_words_the_grain_lacks_and_keep_the_newest():
     content = "Mel adopted a greyhound called Pixel."
     assert learned_cues("", content, "What dog did Mel adopt?", max_terms=8) == "dog adopt"
