@@ -16,7 +16,11 @@ free. Other writers (the worker) wait on SQLite's lock, as before.
 
 On SQLite the traces of retrievals are committed together, within TRACE_COMMIT_SECONDS of the first: every
 commit empties the page cache of every reader, so a commit per retrieval made the next one read the index
-pages again. Any other job commits the traces written so far before it runs, so it never sees them pending.
+pages again. They are also written together (``record_after``: one call of their writing function for all of
+them, a few statements in all rather than a few per trace), just before the commit, before any other job of
+the batch runs, or once no read is left queued or running (an agent's pause between two retrievals; under
+load, traces wait for the commit and are written many at a time). Any other job commits the traces written so
+far before it runs, so it never sees them pending.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from core.conf import flux_setting as S
 from core.errors import Overloaded
 
 T = TypeVar("T")
+Item = TypeVar("Item")
 BOOKKEEPING, WRITE, STOP = 0, 1, 2
 BATCH_MAX = 64  # most traces one commit holds
 LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked for it go out first
@@ -74,6 +79,8 @@ class Booth:
         self._order = itertools.count()
         self._lock = threading.Lock()
         self._depth = 0
+        self._reading = 0  # reads queued or running
+        self._unwritten = False  # items gathered since the last read left: written when the next is over
         self._waiting: set[str] = set()
         self._writer = threading.Thread(target=self._write_loop, name="flux-write", daemon=True)
         self._writer.start()
@@ -85,16 +92,36 @@ class Booth:
         return self._depth
 
     def read(self, fn: Callable[[], T]) -> Future[T]:
-        return self._reads.submit(self._read, fn)
+        with self._lock:
+            self._reading += 1
+        try:
+            future = self._reads.submit(self._read, fn)
+        except BaseException:
+            self._read_over()
+            raise
+        future.add_done_callback(lambda done: done.cancelled() and self._read_over())  # never ran: never counted off
+        return future
 
     def _read(self, fn: Callable[[], T]) -> T:
         _held.jobs = []
         try:
             return _with_connections(fn)
         finally:
-            for fn_held, future in _held.jobs:
+            held, _held.jobs = _held.jobs, None
+            for fn_held, future in held:
                 self._linger(fn_held, future)
-            _held.jobs = None
+            self._read_over()
+
+    def _read_over(self) -> None:
+        """Count a read as over. After the last one queued or running, what is gathered is written (LINGER_S
+        later): no read is left for the write to compete with."""
+        with self._lock:
+            self._reading -= 1
+            due = self._reading == 0 and self._unwritten
+            if due:
+                self._unwritten = False
+        if due:
+            self._linger(_nothing, Future())
 
     def write(self, fn: Callable[[], T]) -> Future[T]:
         """Queue a write; Overloaded when MAX_WRITE_QUEUE_DEPTH writes already wait."""
@@ -112,27 +139,36 @@ class Booth:
         """Queue the small write a read needs (a trace, a receipt) ahead of other writes."""
         return self._put(BOOKKEEPING, fn)
 
-    def record_after(self, fn: Callable[[], T]) -> Future[T]:
-        """As ``record``, for a write nobody waits for (a retrieval's trace): from a read worker it is queued once
-        the read is over (its answer rendered), and the writer starts it LINGER_S after that, so it does not
-        compete with the rest of the answer (its sending too) for the interpreter. Its commit may wait for
-        others' (the booth's ``commit_seconds``); the future is done once it is committed. Never wait for it in
-        that read; to read what it wrote, ``flush`` first."""
+    def record_after(self, write: Callable[[list[Item]], list[T]], item: Item) -> Future[T]:
+        """Queue ``item`` for ``write`` (items -> their results, in order): a write nobody waits for (a retrieval's
+        trace). From a read worker it is queued once the read is over (its answer rendered). With
+        ``commit_seconds`` it is gathered with the other items for ``write`` and written with them by one call:
+        before their commit, before another job of the batch, or once no read is left; should that call fail,
+        each is written alone, so that only a failing one fails. Without, it is written alone LINGER_S after it
+        is queued, so it does not compete with the rest of the answer (its sending too) for the interpreter.
+        The future, its result, is done once it is committed. Never wait for it in that read; to read what it
+        wrote, ``flush`` first."""
         future: Future[T] = Future()
+        job = _Gathered(write, item)
         held = getattr(_held, "jobs", None)
         if held is None:
-            self._linger(fn, future)
+            self._linger(job, future)
         else:
-            held.append((fn, future))
+            held.append((job, future))
         return future
 
     def _linger(self, fn: Callable[[], T], future: Future[T]) -> None:
         batched = self._commit_s > 0  # committed with the others of commit_seconds
-        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, time.monotonic() + LINGER_S, batched))
+        not_before = time.monotonic() + LINGER_S
+        if batched and isinstance(fn, _Gathered):  # it costs the writer nothing until the batch writes it
+            not_before = 0.0
+            with self._lock:
+                self._unwritten = True
+        self._jobs.put((BOOKKEEPING, next(self._order), fn, future, False, not_before, batched))
 
     def settle(self, timeout: float = 30.0) -> None:
-        """Wait until the writes queued so far have run, committed or not (a benchmark's pause between two
-        timed reads, so the writer never runs during one)."""
+        """Wait until the writes queued so far have run (gathered ones written), committed or not (a benchmark's
+        pause between two timed reads, so the writer never runs during one)."""
         ran = threading.Event()
         self._linger(ran.set, Future())
         ran.wait(timeout)
@@ -224,14 +260,29 @@ class Booth:
                 future.set_result(result)
 
 
+class _Gathered:
+    """An item for ``write`` (``Booth.record_after``); called, it is written alone."""
+
+    __slots__ = ("write", "item")
+
+    def __init__(self, write: Callable[[list[Item]], list[T]], item: Item) -> None:
+        self.write, self.item = write, item
+
+    def __call__(self) -> object:
+        return self.write([self.item])[0]
+
+
 class _Batch:
     """Writes run in one open transaction on the writer, each in a savepoint of its own, committed together;
-    their futures are done at the commit."""
+    their futures are done at the commit. Gathered items are held until the commit or the next other job, then
+    written by one call per writing function, in a savepoint of their own."""
 
     def __init__(self, seconds: float, turns: Turns) -> None:
         close_old_connections()
         self._deadline = time.monotonic() + seconds
         self._done: list[tuple[Future, object]] = []
+        self._gathered: dict[Callable, list[tuple[object, Future]]] = {}
+        self._pending = 0  # gathered items not written yet
         self._failed = False
         self._turns = turns
         self._atomic = transaction.atomic()
@@ -245,7 +296,7 @@ class _Batch:
     @property
     def open(self) -> bool:
         """More writes may join (room left, none failed)."""
-        return not self._failed and len(self._done) < BATCH_MAX
+        return not self._failed and len(self._done) + self._pending < BATCH_MAX
 
     def remaining(self) -> float:
         return max(self._deadline - time.monotonic(), 0.0)
@@ -253,6 +304,11 @@ class _Batch:
     def run(self, fn: Callable[[], object], future: Future) -> None:
         if not future.set_running_or_notify_cancel():
             return
+        if isinstance(fn, _Gathered):
+            self._gathered.setdefault(fn.write, []).append((fn.item, future))
+            self._pending += 1
+            return
+        self._write_gathered()  # a job sees what was queued before it
         try:
             with transaction.atomic():  # its savepoint
                 self._done.append((future, fn()))
@@ -260,10 +316,33 @@ class _Batch:
             future.set_exception(exc)
             self._failed = True  # committed at once: what follows starts afresh
 
+    def _write_gathered(self) -> None:
+        gathered, self._gathered, self._pending = self._gathered, {}, 0
+        for write, pending in gathered.items():
+            try:
+                with transaction.atomic():
+                    results = write([item for item, _ in pending])
+            except BaseException as exc:  # noqa: BLE001 - undone by its savepoint; each item is tried alone below
+                if len(pending) == 1:
+                    pending[0][1].set_exception(exc)
+                    continue
+                results = None
+            if results is not None:
+                self._done.extend((future, result) for (_, future), result in zip(pending, results, strict=True))
+                continue
+            for item, future in pending:
+                try:
+                    with transaction.atomic():
+                        self._done.append((future, write([item])[0]))
+                except BaseException as exc:  # noqa: BLE001 - undone alone by its savepoint; handed to its future
+                    future.set_exception(exc)
+
     def commit(self) -> None:
-        """Commit (or, if the transaction was spoiled, roll back and fail every write of it)."""
+        """Write what is gathered, then commit (or, if the transaction was spoiled, roll back and fail every
+        write of it)."""
         error: BaseException | None = None
         try:
+            self._write_gathered()
             if connection.needs_rollback:
                 error = DatabaseError("the writes committed together were rolled back after an error")
             self._atomic.__exit__(None, None, None)
@@ -277,6 +356,10 @@ class _Batch:
                 future.set_result(result)
             else:
                 future.set_exception(error)
+
+
+def _nothing() -> None:
+    """A job that only has the batch write what it has gathered (every other job does that first)."""
 
 
 def _with_connections(fn: Callable[[], T]) -> T:

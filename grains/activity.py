@@ -23,7 +23,12 @@ def activity_record(kind: str, payload: dict, *, now: datetime) -> None:
 
 
 def activity_record_many(rows: list[tuple[str, dict]], *, now: datetime) -> None:
-    made = [ActivityEvent(kind=k, payload=p, created_at=now) for k, p in rows]
+    activity_record_at([(kind, payload, now) for kind, payload in rows])
+
+
+def activity_record_at(rows: list[tuple[str, dict, datetime]]) -> None:
+    """Events (kind, payload, when) in one insert, each at its own time."""
+    made = [ActivityEvent(kind=k, payload=p, created_at=when) for k, p, when in rows]
     bulk_insert(ActivityEvent, made)
     _heard([e.pk for e in made])
 

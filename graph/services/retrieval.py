@@ -1,9 +1,8 @@
 """Retrieval by signal propagation, recorded as a trace."""
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
@@ -15,7 +14,7 @@ from core.booth import Booth, inline
 from core.bulk import bulk_insert_rows, bulk_set, marks
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
-from grains.activity import activity_record_many
+from grains.activity import activity_record_at
 from grains.callers import caller_acting
 from grains.lifecycle import Changes
 from grains.models import Caller, Grain, Status
@@ -207,16 +206,17 @@ def grain_retrieve(
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]
     grains = _touched(grains_by_id(returned, ANSWER_FIELDS), Changes(now), now)  # as the trace's write leaves them
+    trace = TraceRecord(None, query, who, limit, sum(1 for a in acts.values() if a.entry > 0), len(acts), ranked,
+                        hubs, from_archive, now, features)
     trace_id: int | None
     later = None  # the trace's write, queued once the answer is ready
     try:
         if booth is None or pending_traces.failing:
-            trace_id = write_now(lambda: _record(query, who, limit, acts, ranked, hubs, from_archive, now, features))
+            trace_id = write_now(lambda: _record([trace])[0])
             pending_traces.failing = False
         else:
             trace_id = trace_ids.take(booth.record)
-            later = functools.partial(_record, query, who, limit, acts, ranked, hubs, from_archive, now, features,
-                                      trace_id=trace_id)
+            later = replace(trace, trace_id=trace_id)
     except DatabaseError as exc:
         if storage_error(exc) is None:
             raise
@@ -242,44 +242,75 @@ def grain_retrieve(
     result = RetrieveResult(trace_id, query, [shown(i, r) for i, r in enumerate(ranked, start=1)],
                             [shown(i, r) for i, r in enumerate(hubs, start=1)])
     if later is not None:  # on a read worker, after the answer is rendered too (feedback on it waits for it)
-        pending_traces.add(trace_id, booth.record_after(later), booth.flush)
+        pending_traces.add(trace_id, booth.record_after(_record, later), booth.flush)
     return result
 
 
-def _record(query: str, who: Caller, limit: int, acts: dict[int, Activation], ranked: list[Ranked],
-            hubs: list[Ranked], from_archive: bool, now: datetime,
-            features: dict[int, dict] | None = None, trace_id: int | None = None) -> int:
-    """Write the trace (under ``trace_id`` when one was reserved) and touch the returned grains and
-    abstractions, in one short transaction; the trace's id.
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """What the trace of a retrieval writes: its row (under ``trace_id`` when one was reserved), its items (the
+    ranked grains) and the touch of the grains and abstractions it returned."""
 
-    Abstractions are not trace items: no feedback is owed on them.
+    trace_id: int | None
+    query: str
+    caller: Caller
+    limit: int
+    entries: int
+    activated: int
+    ranked: list[Ranked]
+    hubs: list[Ranked]
+    from_archive: bool
+    now: datetime
+    features: dict[int, dict]
+
+
+def _record(traces: list[TraceRecord]) -> list[int]:
+    """Write ``traces`` together, in one short transaction and a few statements for all of them (the booth
+    gathers those of a commit); their ids, in order.
+
+    Abstractions are not trace items: no feedback is owed on them. The counts are kept in the hour of the
+    newest trace.
     """
-    features = features or {}
-    returned = [r.activation.grain_id for r in ranked + hubs]
-    entries = sum(1 for a in acts.values() if a.entry > 0)
+    callers: dict[int, list[int]] = {}
+    touched: dict[int, list] = {}  # grain id -> [times returned, last returned at]
+    for t in traces:
+        calls = callers.setdefault(t.caller.pk, [0, 0])
+        calls[0], calls[1] = calls[0] + 1, calls[1] + len(t.ranked)
+        for r in t.ranked + t.hubs:
+            seen = touched.setdefault(r.activation.grain_id, [0, t.now])
+            seen[0], seen[1] = seen[0] + 1, max(seen[1], t.now)
+    columns = 'query, caller_id, "limit", entry_count, activated_count, created_at'
     with transaction.atomic(), connection.cursor() as cursor:  # plain SQL: this runs on every retrieval
-        cursor.execute('UPDATE grains_caller SET retrievals = retrievals + 1, returned = returned + %s WHERE id = %s',
-                       [len(ranked), who.pk])
-        columns = 'query, caller_id, "limit", entry_count, activated_count, created_at'
-        values = [query, who.pk, limit, entries, len(acts), _when(now)]
-        if trace_id is not None:  # reserved ahead
-            columns, values = f"id, {columns}", [trace_id, *values]
-        cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id", values)
-        trace_id = cursor.fetchone()[0]
+        cursor.executemany("UPDATE grains_caller SET retrievals = retrievals + %s, returned = returned + %s "
+                           "WHERE id = %s", [(n, returned, pk) for pk, (n, returned) in callers.items()])
+        ids, reserved = [], []
+        for t in traces:
+            values = [t.query, t.caller.pk, t.limit, t.entries, t.activated, _when(t.now)]
+            if t.trace_id is None:
+                cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id", values)
+                ids.append(cursor.fetchone()[0])
+            else:
+                ids.append(t.trace_id)
+                reserved.append([t.trace_id, *values])
+        if reserved:
+            rows, flat = ", ".join([f"({marks(reserved[0])})"] * len(reserved)), [v for row in reserved for v in row]
+            cursor.execute(f"INSERT INTO graph_trace (id, {columns}) VALUES {rows}", flat)
         bulk_insert_rows(TraceItem, TRACE_ITEM_FIELDS, [
             (trace_id, r.activation.grain_id, i, r.score, r.activation.signal, r.activation.hops, r.activation.origin,
-             list(r.activation.path), list(r.activation.conduits), features.get(r.activation.grain_id, {}))
-            for i, r in enumerate(ranked, start=1)
+             list(r.activation.path), list(r.activation.conduits), t.features.get(r.activation.grain_id, {}))
+            for trace_id, t in zip(ids, traces, strict=True) for i, r in enumerate(t.ranked, start=1)
         ])
-        _touch(cursor, returned, now)
-        metrics.count({"retrievals": 1, "returned": len(ranked),
+        _touch(cursor, touched)
+        newest = max(t.now for t in traces)
+        ranked = [r for t in traces for r in t.ranked]
+        metrics.count({"retrievals": len(traces), "returned": len(ranked),
                        "returned_hops": sum(r.activation.hops for r in ranked),
-                       "fallbacks": 1 if from_archive or not ranked else 0}, now=now)
-        activity_record_many([("graph.signal_propagated", {
-            "trace_id": trace_id, "caller": str(who), "entries": entries,
-            "activated": len(acts), "returned": [r.activation.grain_id for r in ranked],
-        })], now=now)
-    return trace_id
+                       "fallbacks": sum(1 for t in traces if t.from_archive or not t.ranked)}, now=newest)
+        activity_record_at([("graph.signal_propagated", {
+            "trace_id": trace_id, "caller": str(t.caller), "entries": t.entries,
+            "activated": t.activated, "returned": [r.activation.grain_id for r in t.ranked],
+        }, t.now) for trace_id, t in zip(ids, traces, strict=True)])
+    return ids
 
 
 def _when(now: datetime) -> object:
@@ -298,15 +329,17 @@ def _refuse_if_owed(caller: Caller, now: datetime) -> None:
         )
 
 
-def _touch(cursor: CursorWrapper, ids: list[int], now: datetime) -> None:
-    """Count the retrieval and its time; wake dormant and archived grains. A weight decays lazily and
-    memorylessly, so it is not written back."""
-    if not ids:
+def _touch(cursor: CursorWrapper, touched: Mapping[int, list]) -> None:
+    """Count the retrievals of each grain (``touched``: grain id -> [times returned, last returned at]) and its
+    last access; wake dormant and archived grains. A weight decays lazily and memorylessly, so it is not
+    written back."""
+    if not touched:
         return
-    cursor.execute("UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + 1 "
-                   f"WHERE id IN ({marks(ids)})", [_when(now), *ids])
-    asleep = grains_in_status(ids, (Status.DORMANT.value, Status.ARCHIVED.value))
+    cursor.executemany("UPDATE grains_grain SET last_accessed_at = %s, retrievals = retrievals + %s WHERE id = %s",
+                       [(_when(at), n, gid) for gid, (n, at) in touched.items()])
+    asleep = grains_in_status(list(touched), (Status.DORMANT.value, Status.ARCHIVED.value))
     if asleep:
+        now = max(touched[gid][1] for gid in asleep)
         changes = Changes(now)
         bulk_set(Grain, ["status", "status_changed_at"], _touched(grains_by_id(asleep), changes, now).values())
         changes.save()
