@@ -89,8 +89,10 @@ class Trace(models.Model):
 class TraceItem(models.Model):
     """A grain returned by a trace, with its rank, score and the path that reached it."""
 
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="items")
-    grain = models.ForeignKey("grains.Grain", on_delete=models.CASCADE, related_name="trace_items")
+    # No index of their own: the unique (trace, grain) and the (grain, origin_id) index lead with them, and every
+    # retrieval inserts ten rows here.
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="items", db_index=False)
+    grain = models.ForeignKey("grains.Grain", on_delete=models.CASCADE, related_name="trace_items", db_index=False)
     rank = models.PositiveSmallIntegerField()
     score = models.FloatField()
     signal = models.FloatField()

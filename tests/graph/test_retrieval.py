@@ -5,6 +5,7 @@ import threading
 from datetime import UTC, timedelta
 
 import pytest
+from django.db import connection
 
 from core.booth import Booth
 from grains import callers
@@ -58,6 +59,16 @@ def test_retrieval_records_a_trace_with_paths_and_touches_grains(chain, t0):
     assert items[2].path == [chain[0].pk, chain[1].pk, chain[2].pk] and len(items[2].conduits) == 2
     assert Grain.objects.get(pk=chain[0].pk).retrievals == 1
     assert ActivityEvent.objects.filter(kind="graph.signal_propagated").count() == 1
+
+
+def test_trace_items_carry_only_the_indexes_their_lookups_need():
+    """Every retrieval inserts ten items: their foreign keys have no index of their own, the unique (trace,
+    grain) and the (grain, origin) index leading with the same columns."""
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, TraceItem._meta.db_table)
+    indexed = sorted(tuple(c["columns"]) for c in found.values()
+                     if (c["index"] or c["unique"]) and not c["primary_key"])
+    assert indexed == [("grain_id", "origin_id"), ("trace_id", "grain_id")]
 
 
 def test_quarantined_grains_surface_only_when_asked(chain, t0):
