@@ -206,8 +206,7 @@ def grain_retrieve(
     hubs = rank(acts, abstract, S("RETRIEVE_ABSTRACTIONS"), superseded_factor=factor) if abstract else []
     returned = [r.activation.grain_id for r in ranked + hubs]
     grains = _touched(grains_by_id(returned, ANSWER_FIELDS), Changes(now), now)  # as the trace's write leaves them
-    trace = TraceRecord(None, query, who, limit, sum(1 for a in acts.values() if a.entry > 0), len(acts), ranked,
-                        hubs, from_archive, now, features)
+    trace = TraceRecord(None, query, who, limit, acts, ranked, hubs, from_archive, now, features)
     trace_id: int | None
     later = None  # the trace's write, queued once the answer is ready
     try:
@@ -255,8 +254,7 @@ class TraceRecord:
     query: str
     caller: Caller
     limit: int
-    entries: int
-    activated: int
+    acts: Mapping[int, Activation]  # every grain the signal reached (counted when written, off the answer's path)
     ranked: list[Ranked]
     hubs: list[Ranked]
     from_archive: bool
@@ -283,9 +281,9 @@ def _record(traces: list[TraceRecord]) -> list[int]:
     with transaction.atomic(), connection.cursor() as cursor:  # plain SQL: this runs on every retrieval
         cursor.executemany("UPDATE grains_caller SET retrievals = retrievals + %s, returned = returned + %s "
                            "WHERE id = %s", [(n, returned, pk) for pk, (n, returned) in callers.items()])
-        ids, reserved = [], []
-        for t in traces:
-            values = [t.query, t.caller.pk, t.limit, t.entries, t.activated, _when(t.now)]
+        ids, reserved, entries = [], [], [sum(1 for a in t.acts.values() if a.entry > 0) for t in traces]
+        for t, entry_count in zip(traces, entries, strict=True):
+            values = [t.query, t.caller.pk, t.limit, entry_count, len(t.acts), _when(t.now)]
             if t.trace_id is None:
                 cursor.execute(f"INSERT INTO graph_trace ({columns}) VALUES ({marks(values)}) RETURNING id", values)
                 ids.append(cursor.fetchone()[0])
@@ -307,9 +305,9 @@ def _record(traces: list[TraceRecord]) -> list[int]:
                        "returned_hops": sum(r.activation.hops for r in ranked),
                        "fallbacks": sum(1 for t in traces if t.from_archive or not t.ranked)}, now=newest)
         activity_record_at([("graph.signal_propagated", {
-            "trace_id": trace_id, "caller": str(t.caller), "entries": t.entries,
-            "activated": t.activated, "returned": [r.activation.grain_id for r in t.ranked],
-        }, t.now) for trace_id, t in zip(ids, traces, strict=True)])
+            "trace_id": trace_id, "caller": str(t.caller), "entries": entry_count,
+            "activated": len(t.acts), "returned": [r.activation.grain_id for r in t.ranked],
+        }, t.now) for trace_id, t, entry_count in zip(ids, traces, entries, strict=True)])
     return ids
 
 
