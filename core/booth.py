@@ -234,11 +234,7 @@ class Booth:
             if wait > 0:
                 time.sleep(wait)
             if batched:
-                try:
-                    batch = batch or _Batch(self._commit_s, self._turns)
-                except BaseException as exc:  # noqa: BLE001 - no transaction to write in (e.g. the disk failed)
-                    future.set_exception(exc)
-                    continue
+                batch = batch or _Batch(self._commit_s, self._turns)
                 batch.run(fn, future)
                 if not batch.open:
                     batch.commit()
@@ -275,23 +271,31 @@ class _Gathered:
 class _Batch:
     """Writes run in one open transaction on the writer, each in a savepoint of its own, committed together;
     their futures are done at the commit. Gathered items are held until the commit or the next other job, then
-    written by one call per writing function, in a savepoint of their own."""
+    written by one call per writing function, in a savepoint of their own. The transaction (and the turn of the
+    machine's writers) begins with the first write, not with the first item: items only gathered until the
+    commit hold the database for the few milliseconds of writing them."""
 
     def __init__(self, seconds: float, turns: Turns) -> None:
-        close_old_connections()
         self._deadline = time.monotonic() + seconds
         self._done: list[tuple[Future, object]] = []
         self._gathered: dict[Callable, list[tuple[object, Future]]] = {}
         self._pending = 0  # gathered items not written yet
         self._failed = False
         self._turns = turns
-        self._atomic = transaction.atomic()
-        turns.take()  # held until the commit
+        self._atomic: transaction.Atomic | None = None  # begun by the first write
+
+    def _begin(self) -> None:
+        if self._atomic is not None:
+            return
+        close_old_connections()
+        atomic = transaction.atomic()
+        self._turns.take()  # held until the commit
         try:
-            self._atomic.__enter__()
+            atomic.__enter__()
         except BaseException:
-            turns.give()
+            self._turns.give()
             raise
+        self._atomic = atomic
 
     @property
     def open(self) -> bool:
@@ -310,14 +314,24 @@ class _Batch:
             return
         self._write_gathered()  # a job sees what was queued before it
         try:
+            self._begin()
             with transaction.atomic():  # its savepoint
                 self._done.append((future, fn()))
-        except BaseException as exc:  # noqa: BLE001 - undone alone by its savepoint; handed to its future
+        except BaseException as exc:  # noqa: BLE001 - undone alone by its savepoint (or never begun); to its future
             future.set_exception(exc)
             self._failed = True  # committed at once: what follows starts afresh
 
     def _write_gathered(self) -> None:
         gathered, self._gathered, self._pending = self._gathered, {}, 0
+        if gathered:
+            try:
+                self._begin()
+            except BaseException as exc:  # noqa: BLE001 - no transaction to write in (e.g. the disk failed)
+                for pending in gathered.values():
+                    for _, future in pending:
+                        future.set_exception(exc)
+                self._failed = True
+                return
         for write, pending in gathered.items():
             try:
                 with transaction.atomic():
@@ -341,8 +355,10 @@ class _Batch:
         """Write what is gathered, then commit (or, if the transaction was spoiled, roll back and fail every
         write of it)."""
         error: BaseException | None = None
+        self._write_gathered()
+        if self._atomic is None:  # nothing was written
+            return
         try:
-            self._write_gathered()
             if connection.needs_rollback:
                 error = DatabaseError("the writes committed together were rolled back after an error")
             self._atomic.__exit__(None, None, None)

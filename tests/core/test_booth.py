@@ -189,3 +189,23 @@ def test_a_read_cancelled_before_it_ran_is_not_waited_for(transactional_db):
         assert calls == [["kept"]] and not trace.done()
     finally:
         booth.close()
+
+
+@pytest.mark.sqlite_only
+def test_gathered_traces_hold_the_database_only_while_they_are_written(batching):
+    """A batch begins its transaction with its first write: items only gathered leave the database free for
+    another process's writer until the commit writes them."""
+    import sqlite3
+
+    from django.db import connection
+
+    trace = batching.record_after(_callers, "held")
+    time.sleep(0.1)  # with the writer now, gathered
+    other = sqlite3.connect(connection.settings_dict["NAME"], timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # "database is locked" while a transaction of the booth is open
+        other.rollback()
+    finally:
+        other.close()
+    batching.flush()
+    assert trace.result(5) and _committed("held") == {"held"}
