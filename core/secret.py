@@ -1,11 +1,14 @@
 """The instance's secret: random, in a 0600 file of the instance folder, never derived from anything public.
 
 It signs the admin's one-time login links, sessions and CSRF tokens. `flux init` writes it; any process of the
-instance that finds none (a checkout's first `scripts/run`, the SDK's embedded mode) writes one the same way,
-exclusively, so two processes starting at once agree on one. No Django import.
+instance that finds none (a checkout's first `scripts/run`, the SDK's embedded mode, the REST processes of
+WEB_WORKERS starting at once) writes one the same way: whole, in a file of its own, then linked into place
+only if no other process's came first, so processes starting at once agree on one and none ever reads it half
+written. No Django import.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -34,16 +37,12 @@ def instance_secret(data_dir: Path, from_environment: str = "") -> str:
     if from_environment:
         return secret_check(from_environment, "SECRET_KEY")
     path = Path(data_dir) / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise SecretError(f"cannot write the instance's secret to {path} ({exc.strerror}); make the folder "
-                          "writable or set SECRET_KEY") from None
-    else:
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_urlsafe(48) + "\n")
+    if not path.exists():
+        try:
+            _write_once(path)
+        except OSError as exc:
+            raise SecretError(f"cannot write the instance's secret to {path} ({exc.strerror}); make the folder "
+                              "writable or set SECRET_KEY") from None
     try:
         if path.stat().st_mode & 0o077:
             path.chmod(0o600)
@@ -51,3 +50,27 @@ def instance_secret(data_dir: Path, from_environment: str = "") -> str:
     except OSError as exc:
         raise SecretError(f"cannot read the instance's secret {path} ({exc.strerror})") from None
     return secret_check(text, str(path))
+
+
+def _write_once(path: Path) -> None:
+    """A new random secret at ``path`` (0600) unless another process puts one there first. Written whole to a
+    file of its own, then hard-linked into place (which fails if ``path`` exists): another process sees the
+    secret complete or not at all."""
+    text = secrets.token_urlsafe(48) + "\n"
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    _create(draft, text)
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass  # another process's came first: it is the instance's
+    except OSError:  # a file system without hard links: created exclusively, then written
+        with contextlib.suppress(FileExistsError):
+            _create(path, text)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def _create(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
