@@ -95,8 +95,7 @@ def grain_rank_inputs(
             cursor.execute(f"{grain_rows_sql()} WHERE id IN ({marks(chunk)}) AND status IN ({marks(statuses)})",
                            [*chunk, *statuses])
             for gid, row in map(grain_row, cursor.fetchall()):
-                inputs[gid] = row.rank_input(policy=policy, now=now_ts, recency_half_life=recency_half_life,
-                                             recency_floor=recency_floor)
+                inputs[gid] = row.rank_input(policy, now_ts, recency_half_life, recency_floor)
                 status[gid] = row.status
     return inputs, status
 

@@ -12,6 +12,11 @@ def decayed(value: float, *, floor: float, elapsed_seconds: float, half_life_sec
     Memoryless: decaying for a then b equals decaying for a + b, so a value can be
     written back at any time and decay continues from there.
     """
+    return decay(value, floor, elapsed_seconds, half_life_seconds)
+
+
+def decay(value: float, floor: float, elapsed_seconds: float, half_life_seconds: float) -> float:
+    """``decayed``, its arguments by position: the mirror calls it for every grain a retrieval reaches."""
     if elapsed_seconds <= 0 or value <= floor:
         return value
     if half_life_seconds <= 0:

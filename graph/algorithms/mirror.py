@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from graph.algorithms.decay import DecayPolicy, recency_factor
+from graph.algorithms.decay import DecayPolicy, decay
 from graph.algorithms.propagation import Edge, RankInput, Reach, WeightFloor
 
 
@@ -37,13 +37,13 @@ class GrainRow:
     level: int
     speaker: str | None
 
-    def rank_input(self, *, policy: DecayPolicy, now: float, recency_half_life: float,
+    def rank_input(self, policy: DecayPolicy, now: float, recency_half_life: float,
                    recency_floor: float) -> RankInput:
-        """What ranking reads of the grain at ``now``: its decayed weight, confidence and recency."""
-        return RankInput(  # weight, confidence, recency, superseded_by, cluster_id, level, speaker (in order: faster)
-            policy.grain_weight(self.weight, self.tier, self.decayed_at, now), self.confidence,
-            recency_factor(max(0.0, now - self.accessed_at), half_life_seconds=recency_half_life, floor=recency_floor),
-            self.superseded_by, self.cluster_id, self.level, self.speaker)
+        """What ranking reads of the grain at ``now``: its decayed weight, confidence and recency (arguments and
+        fields by position: one is made for every grain a retrieval reaches)."""
+        return RankInput(decay(self.weight, policy.floor, now - self.decayed_at, policy.tier_half_lives[self.tier]),
+                         self.confidence, decay(1.0, recency_floor, now - self.accessed_at, recency_half_life),
+                         self.superseded_by, self.cluster_id, self.level, self.speaker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,9 @@ class GraphMirror:
         # being SENDS | SOURCE | kind code << 2, and (weight, created, decayed) triples. Beside them each grain's
         # status as a code, by grain id (0: no such grain).
         self._incident: dict[int, tuple[array, array]] = {}
+        # Per grain, the stored weight of its heaviest conduit that passes signal on from it: propagation skips a
+        # grain whose floor is over it without walking its conduits (most of a large graph's, at the last hops).
+        self._heaviest: dict[int, float] = {}
         self._hubs: dict[int, tuple[int, ...]] = {}  # by cluster id, its hubs
         self._status = bytearray()
         self._statuses = _Codes()
@@ -102,6 +105,8 @@ class GraphMirror:
                 ids, values = packed
                 ids.extend((there, cid, flags))
                 values.extend(stamps)
+                if flags & SENDS and row.weight > self._heaviest.get(here, -math.inf):
+                    self._heaviest[here] = row.weight
 
     def drop_conduit(self, cid: int) -> None:
         with self._lock:
@@ -114,6 +119,12 @@ class GraphMirror:
                 del ids[3 * k: 3 * k + 3], values[3 * k: 3 * k + 3]
                 if not ids:
                     del self._incident[end]
+                if self._heaviest.get(end) == row.weight:  # it may have been the heaviest: weigh the rest again
+                    sending = [w for w, flags in zip(values[::3], ids[2::3], strict=True) if flags & SENDS]
+                    if sending:
+                        self._heaviest[end] = max(sending)
+                    else:
+                        del self._heaviest[end]
 
     def put_cluster(self, cid: int, hubs: tuple[int, ...]) -> None:
         with self._lock:
@@ -147,18 +158,20 @@ class GraphMirror:
     def reach(self, ids: Iterable[int], floor: WeightFloor | None, *, statuses: Sequence[str], policy: DecayPolicy,
               now: float) -> dict[int, Reach]:
         """For propagation: the traversable conduits of each of ``ids`` (as ``neighbours``), counted, and of them
-        the edges whose stored weight is not under ``floor.at(grain, count)`` (all without a floor), decayed."""
+        the edges whose stored weight is not under ``floor.at(grain, count)`` (all without a floor), decayed. A
+        grain none of whose conduits can be over its floor is left out, its conduits not walked."""
         with self._lock:
             out: dict[int, Reach] = {}
             status, names, known = self._status, self._statuses.names, len(self._status)
+            heaviest = self._heaviest
             allowed = self._allowed(statuses)
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
             hub = math.inf if floor is None else floor.hub_degree
             new = tuple.__new__
             for here in ids:
                 packed = self._incident.get(here)
-                if packed is None:
-                    continue
+                if packed is None or floor is not None and heaviest.get(here, -math.inf) < floor.lowest[here]:
+                    continue  # the floor only rises above the lowest
                 ends, values = iter(packed[0]), iter(packed[1])  # zip takes three of each in turn, copying none
                 # no floor is under the lowest: only the conduits not under it are looked at again
                 degree, found, loose = 0, [], -math.inf if floor is None else floor.lowest[here]
@@ -208,8 +221,7 @@ class GraphMirror:
                 g = self.grains.get(gid)
                 if g is None or g.status not in allowed:
                     continue
-                inputs[gid] = g.rank_input(policy=policy, now=now, recency_half_life=recency_half_life,
-                                           recency_floor=recency_floor)
+                inputs[gid] = g.rank_input(policy, now, recency_half_life, recency_floor)
                 status[gid] = g.status
             return inputs, status
 

@@ -14,7 +14,7 @@ from grains.models import Grain, Status
 from graph import mirror as mirror_module
 from graph import selectors as selectors_module
 from graph.algorithms.mirror import ConduitRow, GrainRow, GraphMirror
-from graph.algorithms.propagation import Edge, WeightFloor
+from graph.algorithms.propagation import Edge, Reach, WeightFloor
 from graph.mirror import changes_prune, mirrors
 from graph.models import Cluster, Conduit, ConduitKind, GraphChange
 from graph.policy import DAY, decay_policy
@@ -211,6 +211,9 @@ def test_the_mirror_counts_every_traversable_conduit_and_returns_those_not_under
     hub = view.reach([1], WeightFloor({1: 0.3}, hub_degree=2), statuses=RETRIEVABLE, policy=decay_policy(),
                      now=0.0)[1]
     assert hub.degree == 3 and [e.target for e in hub.edges] == [2]
+    # none of its conduits over the floor: the grain is left out, its conduits not walked
+    assert view.reach([1], WeightFloor({1: 0.95}, hub_degree=8), statuses=RETRIEVABLE, policy=decay_policy(),
+                      now=0.0) == {}
 
 
 def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_order():
@@ -264,6 +267,13 @@ def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_o
         ids = list(range(0, 27))
         found = view.neighbours(ids, statuses=RETRIEVABLE, policy=policy, now=now)
         assert found == {g: walked(g) for g in ids if walked(g)}, step
+        # under a floor (the heaviest conduit of each grain kept as conduits come, change and go): the same edges,
+        # those whose stored weight is not under it
+        floor = WeightFloor({g: random.Random(step).uniform(0.0, 1.0) for g in ids}, hub_degree=3)
+        reached = view.reach(ids, floor, statuses=RETRIEVABLE, policy=policy, now=now)
+        over = {g: [e for e in walked(g) if rows[e.conduit_id].weight >= floor.at(g, len(walked(g)))] for g in ids}
+        assert {g: r for g, r in reached.items() if r.edges} == {g: Reach(len(walked(g)), over[g])
+                                                                 for g in ids if over[g]}, step
         for kind in kinds:
             for outgoing in (False, True):
                 expected = {g: sorted(rows[c].target if rows[c].source == g else rows[c].source
