@@ -29,7 +29,7 @@ SETTINGS: list[Setting] = [
         ("ENTRY_POINTS", 50, "Lexical hits taken as entry points of a retrieval."),
         ("ENTRY_RELAY", 20, "Best entry points that relay signal to their neighbours."),
         ("QUERY_MAX_TERMS", 24, "Most query terms matched, the rarest first."),
-        ("COMMON_TERM_FRACTION", 0.05, "A query term in more than this fraction of grains (and COMMON_TERM_MIN_DOCS) is not matched, unless no other is left and it is in fewer than half the grains."),
+        ("COMMON_TERM_FRACTION", 0.05, "A query term in more than this fraction of grains (and COMMON_TERM_MIN_DOCS) is not matched, unless no other is left and it is in fewer than half the grains; then only among the newest grains that have it, as many as this bound."),
         ("COMMON_TERM_MIN_DOCS", 2000, "Terms in fewer grains than this are always matched (small memories match every term)."),
         ("ATTENUATION", 0.85, "Signal kept per hop, multiplied with the conduit weight."),
         ("MAX_HOPS", 3, "Hops the signal may travel from an entry point."),

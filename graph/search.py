@@ -69,32 +69,43 @@ class Fts5Search:
                 f"ORDER BY {bm25}, f.rowid LIMIT %s")
         joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
                   f"WHERE grain_fts MATCH %s AND g.status IN ({marks(statuses)}) ORDER BY {bm25}, f.rowid LIMIT %s")
+        # A common term matched as the last resort: only the newest grains that have it, as many as the bound
+        # (FTS5 walks its matches newest first and stops there), ranked among themselves.
+        newest = (f"SELECT f.rowid AS rowid, -{bm25} AS score FROM grain_fts f WHERE grain_fts MATCH %s "
+                  "ORDER BY f.rowid DESC LIMIT %s")
+        best_newest = f"SELECT rowid, score FROM ({newest}) ORDER BY score DESC, rowid LIMIT %s"
+        joined_newest = (f"SELECT w.rowid, w.score FROM ({newest}) w JOIN grains_grain g ON g.id = w.rowid "
+                         f"WHERE g.status IN ({marks(statuses)}) ORDER BY w.score DESC, w.rowid LIMIT %s")
         with connection.cursor() as cursor:
-            chosen_lists = self._choose(cursor, word_lists, max_terms)
-            expressions = [fts5_or(chosen) if chosen else None for chosen in chosen_lists]
+            chosen_lists, window = self._choose(cursor, word_lists, max_terms)
+            expressions = [fts5_or(chosen) if chosen else None for chosen, _ in chosen_lists]
             ranked: list[list[tuple[int, float]]] = []
-            for expression in expressions:
+            for expression, (_, common) in zip(expressions, chosen_lists, strict=True):
                 rows = []
                 if expression is not None:
-                    cursor.execute(best, [expression, limit * FIRST_PASS])
+                    cursor.execute(*((best_newest, [expression, window, limit * FIRST_PASS]) if common
+                                     else (best, [expression, limit * FIRST_PASS])))
                     rows = cursor.fetchall()
                 ranked.append(rows)
             # The statuses of every query's best, looked up together (a store searches for each of its grains).
             wanted = self.in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
             results = []
-            for expression, rows in zip(expressions, ranked, strict=True):
+            for expression, (_, common), rows in zip(expressions, chosen_lists, ranked, strict=True):
                 hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
                 if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
-                    cursor.execute(joined, [expression, *statuses, limit])
+                    cursor.execute(*((joined_newest, [expression, window, *statuses, limit]) if common
+                                     else (joined, [expression, *statuses, limit])))
                     hits = cursor.fetchall()
                 results.append([(gid, max(score, 1e-9)) for gid, score in hits])
         return results
 
-    def _choose(self, cursor, word_lists: list[list[str]], max_terms: int) -> list[list[str]]:  # noqa: ANN001
-        """The rare terms of each word list, stemmed and counted in one round for all of them."""
+    def _choose(self, cursor, word_lists: list[list[str]],  # noqa: ANN001 - a DB cursor
+                max_terms: int) -> tuple[list[tuple[list[str], bool]], int]:
+        """The rare terms of each word list (and whether they are a common one, the last resort), stemmed and
+        counted in one round for all of them; and the bound on the grains a term is matched in."""
         words = sorted({w for ws in word_lists for w in ws})
         if not words:
-            return [[] for _ in word_lists]
+            return [([], False) for _ in word_lists], 0
 
         def look_up(missing: list[str]) -> dict[str, str]:
             cursor.executemany("INSERT INTO temp.flux_probe(rowid, w) VALUES (%s, %s)", list(enumerate(missing, 1)))
@@ -108,11 +119,18 @@ class Fts5Search:
         total = cursor.fetchone()[0] or 0
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        return [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total,
-                           last_resort=self.last_resort) for ws in word_lists]
+        return [_with_last_resort(rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs,
+                                             grains=total, last_resort=self.last_resort), stems, doc_freq, max_docs)
+                for ws in word_lists], math.floor(max_docs)
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
+
+
+def _with_last_resort(chosen: list[str], stems: dict[str, str], doc_freq: dict[str, int],
+                      max_docs: float) -> tuple[list[str], bool]:
+    """``chosen`` (by ``rare_terms``), and whether it is a common term, past ``max_docs``: the last resort."""
+    return chosen, bool(chosen) and doc_freq[stems[chosen[0]]] > max_docs
 
 
 # BM25's term-frequency saturation and length normalisation, the values FTS5 uses.
@@ -130,14 +148,19 @@ _PG_DOC_FREQ = ("SELECT t.lexeme, (SELECT count(*) FROM grains_grain WHERE fts_d
                 "FROM unnest(%s::text[], %s::text[]) t(lexeme, q)")
 # Per matching grain, the sum over the query's lexemes (a repeat counts again, as a repeated phrase does in
 # FTS5) of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)), f counting a cue occurrence CUE_WEIGHT.
-_PG_RANK = f"""
-SELECT g.id, sum(q.idf * f.f * ({K1} + 1) / (f.f + {K1} * (1 - {B} + {B} * g.fts_length / %(avgdl)s))) AS score
+_PG_RANK_SQL = """
+SELECT g.id, sum(q.idf * f.f * ({k1} + 1) / (f.f + {k1} * (1 - {b} + {b} * g.fts_length / %(avgdl)s))) AS score
 FROM grains_grain g CROSS JOIN LATERAL unnest(g.fts_doc) u
   JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) q(lexeme, idf) ON q.lexeme = u.lexeme
   CROSS JOIN LATERAL (SELECT cardinality(array_positions(u.weights, 'A'))
                              + %(cue_weight)s * cardinality(array_positions(u.weights, 'B')) AS f) f
-WHERE g.fts_doc @@ %(query)s::tsquery AND g.status = ANY(%(statuses)s::text[])
+WHERE g.fts_doc @@ %(query)s::tsquery AND g.status = ANY(%(statuses)s::text[]){newest}
 GROUP BY g.id ORDER BY score DESC, g.id LIMIT %(limit)s"""
+# A common term matched as the last resort: only among the newest grains that have it, as many as the bound.
+_PG_NEWEST = ("\n  AND g.id IN (SELECT id FROM grains_grain WHERE fts_doc @@ %(query)s::tsquery "
+              "ORDER BY id DESC LIMIT %(window)s)")
+_PG_RANK = _PG_RANK_SQL.format(k1=K1, b=B, newest="")
+_PG_RANK_NEWEST = _PG_RANK_SQL.format(k1=K1, b=B, newest=_PG_NEWEST)
 
 
 class PostgresSearch:
@@ -168,24 +191,26 @@ class PostgresSearch:
         with connection.cursor() as cursor:
             cursor.execute(_PG_SIZE)
             grains, tokens = cursor.fetchone()
-            chosen_lists, stems, doc_freq = self._choose(cursor, word_lists, max_terms, grains)
+            chosen_lists, stems, doc_freq, window = self._choose(cursor, word_lists, max_terms, grains)
             params = {"avgdl": tokens / grains if tokens > 0 else 1.0, "cue_weight": float(S("CUE_WEIGHT")),
-                      "statuses": list(statuses), "limit": limit}
-            for chosen in chosen_lists:
+                      "statuses": list(statuses), "limit": limit, "window": window}
+            for chosen, common in chosen_lists:
                 if not chosen:
                     results.append([])
                     continue
                 lexemes = [stems[w] for w in chosen]
                 query = " | ".join(sorted({_tsquery_lexeme(lex) for lex in lexemes}))
-                cursor.execute(_PG_RANK, {**params, "lexemes": lexemes, "query": query,
-                                          "idfs": [_idf(grains, doc_freq[lex]) for lex in lexemes]})
+                cursor.execute(_PG_RANK_NEWEST if common else _PG_RANK,
+                               {**params, "lexemes": lexemes, "query": query,
+                                "idfs": [_idf(grains, doc_freq[lex]) for lex in lexemes]})
                 results.append([(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()])
         return results
 
     def _choose(
         self, cursor, word_lists: list[list[str]], max_terms: int, total: int,  # noqa: ANN001 - a DB cursor
-    ) -> tuple[list[list[str]], dict[str, str], dict[str, int]]:
-        """The rare terms of each word list, with the stems and document frequencies, looked up once for all."""
+    ) -> tuple[list[tuple[list[str], bool]], dict[str, str], dict[str, int], int]:
+        """The rare terms of each word list (and whether they are a common one, the last resort), with the stems
+        and document frequencies, looked up once for all, and the bound on the grains a term is matched in."""
         words = sorted({w for ws in word_lists for w in ws})
 
         def look_up(missing: list[str]) -> dict[str, str]:
@@ -195,9 +220,10 @@ class PostgresSearch:
         stems = _stems.of("postgresql", words, look_up)
         doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
         max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        chosen = [rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total,
-                              last_resort=self.last_resort) for ws in word_lists]
-        return chosen, stems, doc_freq
+        chosen = [_with_last_resort(rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs,
+                                               grains=total, last_resort=self.last_resort), stems, doc_freq, max_docs)
+                  for ws in word_lists]
+        return chosen, stems, doc_freq, math.floor(max_docs)
 
 
 def _idf(grains: int, docs: int) -> float:
@@ -331,7 +357,8 @@ def entry_search(*, max_docs: int | None = None,
     common words alone finds nothing, so a store's cost stays flat however
     its grains are worded. By default the limit is COMMON_TERM_FRACTION of the
     grains, at least COMMON_TERM_MIN_DOCS, and a query left with no other term
-    matches its rarest (see ``rare_terms``).
+    matches its rarest (see ``rare_terms``), among the newest grains that have
+    it, as many as the limit: no term is ranked over more grains than that.
     On SQLite, ``in_status`` (by default a query) says which of the best matches have a wanted status; the
     PostgreSQL search checks statuses within its query.
     """

@@ -69,11 +69,25 @@ def test_a_common_word_left_alone_is_matched_until_it_is_in_half_the_grains(corp
     """Common words are not matched unless nothing else is left; then the rarest is, while BM25 still weighs it
     (it ranks as before), and not once half the grains have it (it would rank every one of them by length)."""
     flux_settings(COMMON_TERM_FRACTION=0.2, COMMON_TERM_MIN_DOCS=0)
-    assert search("garden zorblax") == search("garden") and len(search("garden")) == 3
+    assert search("garden zorblax") == search("garden") and len(search("garden")) == 2  # the bound: see below
     for n in range(8):
         grain_store(content=f"A garden row number {n}", now=t0)
     assert search("garden zorblax") == []
     assert search("garden snow") == search("snow")
+
+
+def test_a_common_word_left_alone_is_ranked_among_its_newest_grains_only(corpus, flux_settings):
+    """The last resort costs what any term may: its word is ranked among the newest grains that have it, as many
+    as the bound, not among all of them (at 1,000,000 grains up to half a million); a grain of another status
+    among those is passed over, and the search reaches no further back for it."""
+    flux_settings(COMMON_TERM_FRACTION=0.2, COMMON_TERM_MIN_DOCS=0)  # the bound: 2 of the 10 grains
+    assert [gid for gid, _ in search("garden")] == [corpus[3], corpus[4]]  # not the oldest, corpus[2]
+    Grain.objects.filter(pk=corpus[3]).update(status="archived")
+    assert [gid for gid, _ in search("garden")] == [corpus[4]]
+    Grain.objects.filter(pk=corpus[4]).update(status="archived")
+    assert entry_search().search("garden", limit=1, statuses=["active"], max_terms=24) == []
+    assert [gid for gid, _ in entry_search().search("garden", limit=1, statuses=["archived"], max_terms=24)] \
+        == [corpus[3]]
 
 
 def test_the_stores_bound_on_common_words_has_no_last_resort(corpus):
