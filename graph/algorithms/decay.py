@@ -6,17 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 
-def decayed(value: float, *, floor: float, elapsed_seconds: float, half_life_seconds: float) -> float:
+def decayed(value: float, floor: float, elapsed_seconds: float, half_life_seconds: float) -> float:
     """``value`` after ``elapsed_seconds`` of halving toward ``floor`` every ``half_life_seconds``.
 
     Memoryless: decaying for a then b equals decaying for a + b, so a value can be
-    written back at any time and decay continues from there.
+    written back at any time and decay continues from there. (Called for every grain a retrieval reaches: its
+    arguments are best given by position.)
     """
-    return decay(value, floor, elapsed_seconds, half_life_seconds)
-
-
-def decay(value: float, floor: float, elapsed_seconds: float, half_life_seconds: float) -> float:
-    """``decayed``, its arguments by position: the mirror calls it for every grain a retrieval reaches."""
     if elapsed_seconds <= 0 or value <= floor:
         return value
     if half_life_seconds <= 0:
@@ -29,9 +25,9 @@ def elapsed(since: datetime, now: datetime, *, grace_seconds: float = 0.0) -> fl
     return max(0.0, (now - since).total_seconds() - grace_seconds)
 
 
-def recency_factor(age_seconds: float, *, half_life_seconds: float, floor: float) -> float:
+def recency_factor(age_seconds: float, half_life_seconds: float, floor: float) -> float:
     """1.0 for a grain just accessed, falling toward ``floor`` with age."""
-    return decayed(1.0, floor=floor, elapsed_seconds=age_seconds, half_life_seconds=half_life_seconds)
+    return decayed(1.0, floor, age_seconds, half_life_seconds)
 
 
 @dataclass(frozen=True)
@@ -44,10 +40,8 @@ class DecayPolicy:
     conduit_grace: float
 
     def grain_weight(self, weight: float, tier: str, decayed_at: float, now: float) -> float:
-        return decayed(weight, floor=self.floor, elapsed_seconds=now - decayed_at,
-                       half_life_seconds=self.tier_half_lives[tier])
+        return decayed(weight, self.floor, now - decayed_at, self.tier_half_lives[tier])
 
     def conduit_weight(self, weight: float, created_at: float, decayed_at: float, now: float) -> float:
         start = max(decayed_at, created_at + self.conduit_grace)
-        return decayed(weight, floor=self.floor, elapsed_seconds=now - start,
-                       half_life_seconds=self.conduit_half_life)
+        return decayed(weight, self.floor, now - start, self.conduit_half_life)

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from graph.algorithms.decay import DecayPolicy, decay
+from graph.algorithms.decay import DecayPolicy, recency_factor
 from graph.algorithms.propagation import Edge, RankInput, Reach, WeightFloor
 
 
@@ -41,8 +41,8 @@ class GrainRow:
                    recency_floor: float) -> RankInput:
         """What ranking reads of the grain at ``now``: its decayed weight, confidence and recency (arguments and
         fields by position: one is made for every grain a retrieval reaches)."""
-        return RankInput(decay(self.weight, policy.floor, now - self.decayed_at, policy.tier_half_lives[self.tier]),
-                         self.confidence, decay(1.0, recency_floor, now - self.accessed_at, recency_half_life),
+        return RankInput(policy.grain_weight(self.weight, self.tier, self.decayed_at, now), self.confidence,
+                         recency_factor(now - self.accessed_at, recency_half_life, recency_floor),
                          self.superseded_by, self.cluster_id, self.level, self.speaker)
 
 
