@@ -67,9 +67,10 @@ class GraphMirror:
         # being SENDS | SOURCE | kind code << 2, and (weight, created, decayed) triples. Beside them each grain's
         # status as a code, by grain id (0: no such grain).
         self._incident: dict[int, tuple[array, array]] = {}
-        # Per grain, the stored weight of its heaviest conduit that passes signal on from it: propagation skips a
-        # grain whose floor is over it without walking its conduits (most of a large graph's, at the last hops).
-        self._heaviest: dict[int, float] = {}
+        # By grain id, the stored weight of its heaviest conduit that passes signal on from it (-inf: none):
+        # propagation skips a grain whose floor is over it without walking its conduits (most of a large graph's,
+        # at the last hops). Packed like the statuses: 8 bytes a grain.
+        self._heaviest = array("d")
         self._hubs: dict[int, tuple[int, ...]] = {}  # by cluster id, its hubs
         self._status = bytearray()
         self._statuses = _Codes()
@@ -105,8 +106,12 @@ class GraphMirror:
                 ids, values = packed
                 ids.extend((there, cid, flags))
                 values.extend(stamps)
-                if flags & SENDS and row.weight > self._heaviest.get(here, -math.inf):
-                    self._heaviest[here] = row.weight
+                if flags & SENDS:
+                    heaviest = self._heaviest
+                    if here >= len(heaviest):
+                        heaviest.extend([-math.inf] * (max(here + 1, len(heaviest) * 5 // 4) - len(heaviest)))
+                    if row.weight > heaviest[here]:
+                        heaviest[here] = row.weight
 
     def drop_conduit(self, cid: int) -> None:
         with self._lock:
@@ -119,12 +124,9 @@ class GraphMirror:
                 del ids[3 * k: 3 * k + 3], values[3 * k: 3 * k + 3]
                 if not ids:
                     del self._incident[end]
-                if self._heaviest.get(end) == row.weight:  # it may have been the heaviest: weigh the rest again
-                    sending = [w for w, flags in zip(values[::3], ids[2::3], strict=True) if flags & SENDS]
-                    if sending:
-                        self._heaviest[end] = max(sending)
-                    else:
-                        del self._heaviest[end]
+                if end < len(self._heaviest) and self._heaviest[end] == row.weight:  # it may have been the heaviest
+                    self._heaviest[end] = max((w for w, flags in zip(values[::3], ids[2::3], strict=True)
+                                               if flags & SENDS), default=-math.inf)
 
     def put_cluster(self, cid: int, hubs: tuple[int, ...]) -> None:
         with self._lock:
@@ -163,14 +165,14 @@ class GraphMirror:
         with self._lock:
             out: dict[int, Reach] = {}
             status, names, known = self._status, self._statuses.names, len(self._status)
-            heaviest = self._heaviest
+            heaviest, weighed = self._heaviest, len(self._heaviest)
             allowed = self._allowed(statuses)
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
             hub = math.inf if floor is None else floor.hub_degree
             new = tuple.__new__
             for here in ids:
                 packed = self._incident.get(here)
-                if packed is None or floor is not None and heaviest.get(here, -math.inf) < floor.lowest[here]:
+                if packed is None or floor is not None and (here >= weighed or heaviest[here] < floor.lowest[here]):
                     continue  # the floor only rises above the lowest
                 ends, values = iter(packed[0]), iter(packed[1])  # zip takes three of each in turn, copying none
                 # no floor is under the lowest: only the conduits not under it are looked at again
