@@ -23,14 +23,12 @@ load, traces wait for the commit and are written many at a time). A batch takes 
 transaction with its first write, so traces only gathered hold the database for the milliseconds of writing
 them, not for the whole window (with two processes the other's writer waited out every window, and a
 retrieval waiting for trace ids with it: 1.5-1.9 s). Any other job commits the traces written so far before it
-runs, so it never sees them pending. On PostgreSQL every job commits at once; the traces queued behind the one
-the writer takes are written with it, by one call in one transaction.
+runs, so it never sees them pending.
 """
 from __future__ import annotations
 
 import atexit
 import fcntl
-import heapq
 import itertools
 import os
 import queue
@@ -149,10 +147,8 @@ class Booth:
         trace). From a read worker it is queued once the read is over (its answer rendered). With
         ``commit_seconds`` it is gathered with the other items for ``write`` and written with them by one call:
         before their commit, before another job of the batch, or once no read is left; should that call fail,
-        each is written alone, so that only a failing one fails. Without, it is written LINGER_S after it is
-        queued, so it does not compete with the rest of the answer (its sending too) for the interpreter, and the
-        items for ``write`` queued by then (under load, other answers' traces) are written with it by one call,
-        in one transaction (each alone should that fail).
+        each is written alone, so that only a failing one fails. Without, it is written alone LINGER_S after it
+        is queued, so it does not compete with the rest of the answer (its sending too) for the interpreter.
         The future, its result, is done once it is committed. Never wait for it in that read; to read what it
         wrote, ``flush`` first."""
         future: Future[T] = Future()
@@ -247,9 +243,6 @@ class Booth:
                     batch.commit()
                     batch = None
                 continue
-            if isinstance(fn, _Gathered):  # no batch (PostgreSQL): those queued behind it go with it
-                self._write_together([(fn, future), *self._queued_alike(fn.write)])
-                continue
             result, failure, runs = None, None, future.set_running_or_notify_cancel()
             if runs:
                 try:
@@ -264,48 +257,6 @@ class Booth:
                 future.set_exception(failure)
             elif runs:
                 future.set_result(result)
-
-
-    def _queued_alike(self, write: Callable) -> list[tuple[_Gathered, Future]]:
-        """Take the items for ``write`` queued now (under load, the traces of answers given since), in order."""
-        with self._jobs.mutex:
-            heap = self._jobs.queue
-            alike = sorted((job for job in heap if isinstance(job[2], _Gathered) and job[2].write is write),
-                           key=lambda job: job[1])[:BATCH_MAX - 1]
-            if alike:
-                taken = {job[1] for job in alike}
-                heap[:] = [job for job in heap if job[1] not in taken]
-                heapq.heapify(heap)
-        return [(job[2], job[3]) for job in alike]
-
-    def _write_together(self, group: list[tuple[_Gathered, Future]]) -> None:
-        """Write the items of ``group`` (one writing function) by one call in one transaction; should it fail,
-        each alone, so that only a failing one fails."""
-        group = [(job, future) for job, future in group if future.set_running_or_notify_cancel()]
-        if len(group) > 1:
-            write = group[0][0].write
-            try:
-                with self._turns:
-                    results = _with_connections(lambda: _atomic(write, [job.item for job, _ in group]))
-            except BaseException:  # noqa: BLE001 - undone; each is tried alone below
-                results = None
-            if results is not None:
-                for (_, future), result in zip(group, results, strict=True):
-                    future.set_result(result)
-                return
-        for job, future in group:
-            try:
-                with self._turns:
-                    result = _with_connections(job)
-            except BaseException as exc:  # noqa: BLE001 - handed to its future
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
-
-def _atomic(write: Callable[[list[Item]], list[T]], items: list[Item]) -> list[T]:
-    with transaction.atomic():
-        return write(items)
 
 
 class _Gathered:

@@ -2,7 +2,6 @@
 then started after a short linger; on SQLite gathered with the others of its commit and written by one call."""
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -131,42 +130,6 @@ def test_a_failing_trace_fails_alone(batching):
     batching.flush()
     assert futures[0].result(5) and futures[1].result(5) and futures[3].result(5)
     with pytest.raises(IntegrityError):  # the unique (client, role) refuses the second
-        futures[2].result(5)
-    assert _committed("before", "dup", "after") == {"before", "dup", "after"}
-    assert calls == [["before", "dup", "dup", "after"], ["before"], ["dup"], ["dup"], ["after"]]
-
-
-# Without a batch (PostgreSQL: every job commits at once), the traces queued behind the one the writer takes.
-
-@pytest.fixture
-def unbatched(transactional_db):
-    made = Booth(1)
-    yield made
-    made.close()
-
-
-def _queued_while_the_writer_is_busy(booth: Booth, names: tuple[str, ...]) -> list:
-    gate = threading.Event()
-    busy = booth.write(lambda: gate.wait(5))
-    futures = [booth.record_after(_callers, name) for name in names]
-    time.sleep(0.05)  # all queued behind the busy write
-    gate.set()
-    busy.result(5)
-    return futures
-
-
-def test_without_a_batch_traces_queued_together_are_written_by_one_call(unbatched):
-    futures = _queued_while_the_writer_is_busy(unbatched, ("q0", "q1", "q2"))
-    ids = [f.result(5) for f in futures]
-    assert calls == [["q0", "q1", "q2"]]
-    assert _committed("q0", "q1", "q2") == {"q0", "q1", "q2"}
-    assert len(set(ids)) == 3 and all(isinstance(pk, int) for pk in ids)
-
-
-def test_without_a_batch_a_failing_trace_fails_alone(unbatched):
-    futures = _queued_while_the_writer_is_busy(unbatched, ("before", "dup", "dup", "after"))
-    assert futures[0].result(5) and futures[1].result(5) and futures[3].result(5)
-    with pytest.raises(IntegrityError):
         futures[2].result(5)
     assert _committed("before", "dup", "after") == {"before", "dup", "after"}
     assert calls == [["before", "dup", "dup", "after"], ["before"], ["dup"], ["dup"], ["after"]]
