@@ -269,7 +269,8 @@ def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_o
         assert found == {g: walked(g) for g in ids if walked(g)}, step
         # under a floor (the heaviest conduit of each grain kept as conduits come, change and go): the same edges,
         # those whose stored weight is not under it
-        floor = WeightFloor({g: random.Random(step).uniform(0.0, 1.0) for g in ids}, hub_degree=3)
+        pick = random.Random(step)  # its own: the steps stay those of ``rng``
+        floor = WeightFloor({g: pick.uniform(0.0, 1.0) for g in ids}, hub_degree=3)
         reached = view.reach(ids, floor, statuses=RETRIEVABLE, policy=policy, now=now)
         over = {g: [e for e in walked(g) if rows[e.conduit_id].weight >= floor.at(g, len(walked(g)))] for g in ids}
         assert {g: r for g, r in reached.items() if r.edges} == {g: Reach(len(walked(g)), over[g])
