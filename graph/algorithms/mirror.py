@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 
 from graph.algorithms.decay import DecayPolicy, recency_factor
@@ -81,7 +81,7 @@ class GraphMirror:
         with self._lock:
             self.grains[gid] = row
             if gid >= len(self._status):
-                self._status.extend(bytes(max(gid + 1, len(self._status) * 5 // 4) - len(self._status)))
+                self._status.extend(bytes(_room(self._status, gid)))
             self._status[gid] = self._statuses.code(row.status)
 
     def drop_grain(self, gid: int) -> None:
@@ -109,7 +109,7 @@ class GraphMirror:
                 if flags & SENDS:
                     heaviest = self._heaviest
                     if here >= len(heaviest):
-                        heaviest.extend([-math.inf] * (max(here + 1, len(heaviest) * 5 // 4) - len(heaviest)))
+                        heaviest.extend([-math.inf] * _room(heaviest, here))
                     if row.weight > heaviest[here]:
                         heaviest[here] = row.weight
 
@@ -172,11 +172,13 @@ class GraphMirror:
             new = tuple.__new__
             for here in ids:
                 packed = self._incident.get(here)
-                if packed is None or floor is not None and (here >= weighed or heaviest[here] < floor.lowest[here]):
-                    continue  # the floor only rises above the lowest
+                # no floor is under the lowest: only the conduits not under it are looked at again, and none at all
+                # when the heaviest is under it (or none sends: no degree to count)
+                loose = -math.inf if floor is None else floor.lowest[here]
+                if packed is None or here >= weighed or heaviest[here] < loose:
+                    continue
                 ends, values = iter(packed[0]), iter(packed[1])  # zip takes three of each in turn, copying none
-                # no floor is under the lowest: only the conduits not under it are looked at again
-                degree, found, loose = 0, [], -math.inf if floor is None else floor.lowest[here]
+                degree, found = 0, []
                 for there, cid, flags, weight, created, decayed in zip(ends, ends, ends, values, values, values,
                                                                        strict=True):
                     code = status[there] if there < known else 0
@@ -243,6 +245,11 @@ class GraphMirror:
                 if found:
                     out[gid] = sorted(found)
             return out
+
+
+def _room(by_id: Sized, gid: int) -> int:
+    """How many places a sequence kept by grain id grows by to hold ``gid`` (a quarter more at least)."""
+    return max(gid + 1, len(by_id) * 5 // 4) - len(by_id)
 
 
 SENDS, SOURCE = 1, 2  # a conduit's flags at one end: signal passes along it from here; here is its source
