@@ -118,19 +118,23 @@ class Fts5Search:
         cursor.execute("SELECT max(id) FROM grains_grain")  # the grain count, near enough, in O(log n)
         total = cursor.fetchone()[0] or 0
         doc_freq = _doc_freq(cursor, sorted(set(stems.values())), total)
-        max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        return [_with_last_resort(rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs,
-                                             grains=total, last_resort=self.last_resort), stems, doc_freq, max_docs)
-                for ws in word_lists], math.floor(max_docs)
+        return _rare_terms_of(word_lists, stems, doc_freq, max_terms=max_terms, total=total,
+                              max_docs=max(self.max_doc_fraction * total, self.min_docs), last_resort=self.last_resort)
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
 
 
-def _with_last_resort(chosen: list[str], stems: dict[str, str], doc_freq: dict[str, int],
-                      max_docs: float) -> tuple[list[str], bool]:
-    """``chosen`` (by ``rare_terms``), and whether it is a common term, past ``max_docs``: the last resort."""
-    return chosen, bool(chosen) and doc_freq[stems[chosen[0]]] > max_docs
+def _rare_terms_of(word_lists: list[list[str]], stems: dict[str, str], doc_freq: dict[str, int], *, max_terms: int,
+                   total: int, max_docs: float, last_resort: bool) -> tuple[list[tuple[list[str], bool]], int]:
+    """Each word list's ``rare_terms`` and whether they are a common term, past ``max_docs`` (the last resort),
+    with the bound on the grains a term is matched in (both backends choose so)."""
+    chosen = []
+    for words in word_lists:
+        rare = rare_terms(words, stems, doc_freq, max_terms=max_terms, max_docs=max_docs, grains=total,
+                          last_resort=last_resort)
+        chosen.append((rare, bool(rare) and doc_freq[stems[rare[0]]] > max_docs))
+    return chosen, math.floor(max_docs)
 
 
 # BM25's term-frequency saturation and length normalisation, the values FTS5 uses.
@@ -219,11 +223,10 @@ class PostgresSearch:
 
         stems = _stems.of("postgresql", words, look_up)
         doc_freq = _pg_doc_freq(cursor, sorted(set(stems.values())), total)
-        max_docs = max(self.max_doc_fraction * total, self.min_docs)
-        chosen = [_with_last_resort(rare_terms(ws, stems, doc_freq, max_terms=max_terms, max_docs=max_docs,
-                                               grains=total, last_resort=self.last_resort), stems, doc_freq, max_docs)
-                  for ws in word_lists]
-        return chosen, stems, doc_freq, math.floor(max_docs)
+        chosen, window = _rare_terms_of(word_lists, stems, doc_freq, max_terms=max_terms, total=total,
+                                        max_docs=max(self.max_doc_fraction * total, self.min_docs),
+                                        last_resort=self.last_resort)
+        return chosen, stems, doc_freq, window
 
 
 def _idf(grains: int, docs: int) -> float:
