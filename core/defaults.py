@@ -49,7 +49,7 @@ SETTINGS: list[Setting] = [
         ("SEMANTIC_WEIGHT", 0.5, "Entry signal the nearest semantic hit adds (the best lexical hit has 1.0); the one at rank r adds SEMANTIC_WEIGHT / (1 + r / SEMANTIC_RANK_DECAY)."),
         ("SEMANTIC_RANK_DECAY", 10.0, "How slowly the signal of semantic hits falls with their rank."),
         ("SEMANTIC_APPROX_FROM", 20000, "From this many vectors the semantic search uses an approximate (HNSW) index, built in the background and kept in the data folder's vectors/; below it the search is exact. About 99% of the exact 30 nearest are found, in under a millisecond at 100,000 or 1,000,000."),
-        ("GRAPH_MIRROR", True, "Each process keeps an in-memory copy of the grains' rank fields, the conduits and the clusters' hubs for retrieval, kept current from a change log the database's triggers write (SQLite; on PostgreSQL retrieval reads the database). About 2.5 KB a grain with its conduits (230-265 MB at 100,000 grains)."),
+        ("GRAPH_MIRROR", True, "Each process keeps an in-memory copy of the grains' rank fields, the conduits and the clusters' hubs for retrieval, kept current from a change log the database's triggers write (on SQLite and PostgreSQL alike). About 2.5 KB a grain with its conduits (230-265 MB at 100,000 grains)."),
         ("RERANK_WINDOW", 30, "Best grains of a retrieval that the learned ranker re-orders (0 turns re-ranking off)."),
     ),
     *_group(
@@ -139,7 +139,7 @@ SETTINGS: list[Setting] = [
         ("DASHBOARD_PORT", 7462, "Port of the dashboard (pages, read-only data, websocket; never the write API)."),
         ("MCP_HOST", "127.0.0.1", "Address the MCP server over streamable HTTP binds to (beyond loopback only with API keys)."),
         ("MCP_PORT", 7464, "Port of the MCP server over streamable HTTP (`flux start` runs it beside REST; path /mcp)."),
-        ("WEB_WORKERS", 1, "REST processes `flux start` runs, sharing REST_PORT (the kernel spreads connections over them); each loads its own graph mirror on SQLite. `flux start --web-workers N` sets it."),
+        ("WEB_WORKERS", 1, "REST processes `flux start` runs, sharing REST_PORT (the kernel spreads connections over them); each loads its own graph mirror. `flux start --web-workers N` sets it."),
         ("TASK_WORKERS", 1, "Celery worker processes `flux start` runs (the first embeds beat). `flux start --workers N` sets it."),
         ("BEAT_LEASE_SECONDS", 30.0, "How long the beat that sends the periodic tasks holds its lease: every worker may embed a beat, one sends, another takes over this long after it stops."),
         ("STOP_GRACE_SECONDS", 30.0, "How long `flux stop` (and Ctrl-C) waits for each service to finish its queued writes before killing it."),

@@ -2,11 +2,11 @@
 
 Loaded once per process and database (grains and conduits, two streaming queries, and the clusters' hubs),
 then before each use brought up to date: triggers append a ``GraphChange`` row for every grain, conduit or
-cluster changed by any process, and the mirror re-reads the rows named after the last change it applied (one
-indexed query when nothing changed). A log it cannot follow (rows it applied since rolled back, pruned, or
-more than RELOAD_AFTER changes behind) means a full reload. Retrieval applies its own touches (the access
-time), which are not logged, to the mirror directly. SQLite only (GRAPH_MIRROR): on PostgreSQL retrieval reads
-the database, whose transactions commit out of id order.
+cluster changed by any process, and the mirror re-reads the rows named since it last read the log (one
+indexed query when nothing changed): on SQLite the rows after the last one it applied; on PostgreSQL, whose
+transactions commit out of id order, the rows of the transactions its last read did not see. A log it cannot
+follow (rows it applied since rolled back, pruned, or more than RELOAD_AFTER changes behind) means a full
+reload. Retrieval applies its own touches (the access time), which are not logged, to the mirror directly.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class _Mirrors:
     """The mirror of each database this process uses, and where in the change log each one stands."""
 
     def __init__(self) -> None:
-        self._by_db: dict[str, tuple[GraphMirror, int, int]] = {}  # name -> (mirror, last change id, its token)
+        self._by_db: dict[str, tuple[GraphMirror, Mark]] = {}  # name -> (mirror, where it stands in the log)
         self._lock = threading.Lock()
         self.loads = 0  # full loads done (for tests and the benchmark)
 
@@ -64,21 +64,22 @@ class _Mirrors:
 
     def current(self) -> GraphMirror | None:
         """This database's mirror brought up to date, or None when retrieval should read the database."""
-        if not S("GRAPH_MIRROR") or connection.vendor != "sqlite":
+        changes = _LOGS.get(connection.vendor)
+        if not S("GRAPH_MIRROR") or changes is None:
             return None
         key = str(connection.settings_dict["NAME"])
         with self._lock:
             held = self._by_db.get(key)
             if held is not None:
-                held = self._follow(*held)
+                held = self._follow(changes, *held)
             if held is None:
-                held = self._load()
+                held = self._load(changes)
             self._by_db[key] = held
             return held[0]
 
-    def _load(self) -> tuple[GraphMirror, int, int]:
+    def _load(self, changes: ChangeLog) -> tuple[GraphMirror, Mark]:
         started = time.monotonic()
-        mark = _last_change()  # first: whatever changes after it is applied again on the next use
+        mark = changes.mark()  # first: whatever changes after it is applied again on the next use
         mirror = GraphMirror()
         with connection.cursor() as cursor:
             cursor.execute(grain_rows_sql())
@@ -102,10 +103,38 @@ class _Mirrors:
         gc.freeze()
         log.info("graph mirror loaded: %d grains, %d conduits in %.2f s", len(mirror.grains), len(mirror.conduits),
                  time.monotonic() - started)
-        return mirror, *mark
+        return mirror, mark
 
-    def _follow(self, mirror: GraphMirror, last: int, token: int) -> tuple[GraphMirror, int, int] | None:
-        """Apply the changes logged after ``last``; None when the log cannot be followed from there."""
+    def _follow(self, changes: ChangeLog, mirror: GraphMirror, mark: Mark) -> tuple[GraphMirror, Mark] | None:
+        """Apply the changes logged since ``mark``; None when the log cannot be followed from there."""
+        found = changes.since(mark)
+        if found is None:
+            return None
+        named, mark = found
+        for kind, sql, parse, put, drop in (
+                (GraphChange.GRAIN, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain),
+                (GraphChange.CONDUIT, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit),
+                (GraphChange.CLUSTER, _cluster_sql(), _cluster_row, mirror.put_cluster, mirror.drop_cluster)):
+            _apply(sorted({row for k, row in named if k == kind}), sql, parse, put, drop)
+        return mirror, mark
+
+
+Mark = tuple  # where a mirror stands in the change log (each log's own)
+Named = list[tuple[int, int]]  # (kind, row id) of the changes to apply
+
+
+class _SqliteLog:
+    """SQLite has one writer, so rows are committed in id order: a mirror stands on the last row it applied,
+    with that row's random token (a row gone or different under that id was rolled back or pruned)."""
+
+    def mark(self) -> Mark:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id, token FROM graph_graphchange ORDER BY id DESC LIMIT 1")
+            row = cursor.fetchone()
+        return (row[0], row[1]) if row else (0, 0)
+
+    def since(self, mark: Mark) -> tuple[Named, Mark] | None:
+        last, token = mark
         with connection.cursor() as cursor:
             cursor.execute("SELECT id, kind, row, token FROM graph_graphchange WHERE id >= %s ORDER BY id LIMIT %s",
                            [last, RELOAD_AFTER + 1])
@@ -117,13 +146,49 @@ class _Mirrors:
         if len(changes) >= RELOAD_AFTER:
             return None
         if not changes:
-            return mirror, last, token
-        for kind, sql, parse, put, drop in (
-                (GraphChange.GRAIN, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain),
-                (GraphChange.CONDUIT, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit),
-                (GraphChange.CLUSTER, _cluster_sql(), _cluster_row, mirror.put_cluster, mirror.drop_cluster)):
-            _apply(sorted({row for _, k, row, _ in changes if k == kind}), sql, parse, put, drop)
-        return mirror, changes[-1][0], changes[-1][3]
+            return [], mark
+        return [(kind, row) for _, kind, row, _ in changes], (changes[-1][0], changes[-1][3])
+
+
+class _PostgresLog:
+    """PostgreSQL's transactions commit out of id order, so each row holds its transaction's id (graph migration
+    0011) and a mirror stands on the snapshot of its last read of the log: next it reads the rows of the
+    transactions that snapshot did not see (running then, its own still open, or begun after), and the last
+    row it applied (gone: rolled back or pruned). The snapshot is the very statement's that reads the rows."""
+
+    _READ = ("SELECT s.snap, s.own, c.id, c.kind, c.row, c.xact FROM (SELECT pg_current_snapshot()::text AS snap, "
+             "pg_current_xact_id_if_assigned()::text AS own) s LEFT JOIN LATERAL (SELECT id, kind, row, xact "
+             "FROM graph_graphchange WHERE id = %s OR xact >= %s OR xact = ANY(%s) ORDER BY id LIMIT %s) c ON true")
+
+    def mark(self) -> Mark:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_snapshot()::text, pg_current_xact_id_if_assigned()::text, "
+                           "(SELECT max(id) FROM graph_graphchange)")
+            snap, own, last = cursor.fetchone()
+        return (last or 0, *_unseen(snap, own))
+
+    def since(self, mark: Mark) -> tuple[Named, Mark] | None:
+        last, after, running = mark
+        with connection.cursor() as cursor:
+            cursor.execute(self._READ, [last, after, list(running), RELOAD_AFTER + 2])
+            rows = cursor.fetchall()
+        changes = [row[2:] for row in rows if row[2] is not None]
+        if len(changes) > RELOAD_AFTER or last and not any(cid == last for cid, *_ in changes):
+            return None  # too far behind, or the change it stands on was rolled back or pruned
+        named = [(kind, row) for _, kind, row, xact in changes if xact >= after or xact in running]
+        return named, (max([last, *(cid for cid, *_ in changes)]), *_unseen(rows[0][0], rows[0][1]))
+
+
+def _unseen(snapshot: str, own: str | None) -> tuple[int, frozenset[int]]:
+    """From a snapshot ("xmin:xmax:running,..."), the first transaction id it did not see and the ids below that
+    it did not see either: those running then, and this connection's own open transaction (which may still roll
+    back)."""
+    _, xmax, running = snapshot.split(":")
+    return int(xmax), frozenset(int(x) for x in running.split(",") if x) | ({int(own)} if own else set())
+
+
+ChangeLog = _SqliteLog | _PostgresLog
+_LOGS: dict[str, ChangeLog] = {"sqlite": _SqliteLog(), "postgresql": _PostgresLog()}
 
 
 def _apply(ids: list[int], sql: str, parse, put, drop) -> None:  # noqa: ANN001
@@ -139,17 +204,12 @@ def _apply(ids: list[int], sql: str, parse, put, drop) -> None:  # noqa: ANN001
                 drop(rid)
 
 
-def _last_change() -> tuple[int, int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT id, token FROM graph_graphchange ORDER BY id DESC LIMIT 1")
-        row = cursor.fetchone()
-    return (row[0], row[1]) if row else (0, 0)
-
-
 def changes_prune() -> int:
     """Delete all but the last KEEP_CHANGES rows of the change log, PRUNE_CHUNK rows per transaction (the beat
     runs this every PRUNE_SECONDS); how many went."""
-    last, _ = _last_change()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) FROM graph_graphchange")
+        last = cursor.fetchone()[0] or 0
     deleted = 0
     while chunk := list(GraphChange.objects.filter(pk__lte=last - KEEP_CHANGES).order_by("pk")
                         .values_list("pk", flat=True)[:PRUNE_CHUNK]):

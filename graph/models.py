@@ -154,9 +154,10 @@ class RankerWeight(models.Model):
 
 class GraphChange(models.Model):
     """One row changed in what retrieval reads of the graph (a grain's rank fields, a conduit, a cluster's hubs),
-    appended by database triggers (SQLite): each process's in-memory mirror (graph.mirror) reads the rows after
-    the last one it applied. ``token`` is random, so a mirror notices rows it applied that were since rolled
-    back."""
+    appended by database triggers: each process's in-memory mirror (graph.mirror) reads the rows after the last
+    one it applied. On SQLite ``token`` is random, so a mirror notices rows it applied that were since rolled
+    back; on PostgreSQL a column the model leaves out, ``xact``, holds the id of the transaction that wrote the
+    row (its transactions commit out of id order: a mirror reads the rows of those its last read did not see)."""
 
     GRAIN, CONDUIT, CLUSTER = 1, 2, 3
     kind = models.PositiveSmallIntegerField()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import threading
 from datetime import timedelta
 
 import pytest
@@ -71,7 +72,6 @@ def fresh_mirror():
     mirrors.clear()
 
 
-@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_purges(fresh_mirror, t0):
     grains = [grain_store(content=c, context="garden", now=t0).grain for c in FACTS]
     loads = mirrors.loads
@@ -97,7 +97,6 @@ def test_the_mirror_follows_stores_feedback_relations_status_moves_decay_and_pur
         grains[1].pk: [grains[3].pk]}
 
 
-@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_the_mirror_follows_the_clusters_hubs_and_a_retrieval_asks_it_for_them(fresh_mirror, flux_settings, t0,
                                                                               monkeypatch):
     flux_settings(CLUSTER_MIN_SIZE=2)
@@ -122,7 +121,6 @@ def test_the_mirror_follows_the_clusters_hubs_and_a_retrieval_asks_it_for_them(f
     assert found.grains and asked == [], "the hubs came from the mirror, not the database"
 
 
-@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_a_retrievals_own_touch_is_applied_in_memory_not_logged(fresh_mirror, t0):
     grains = [grain_store(content=c, now=t0).grain for c in FACTS[:3]]
     mirrors.current()
@@ -134,7 +132,6 @@ def test_a_retrievals_own_touch_is_applied_in_memory_not_logged(fresh_mirror, t0
     assert found.grains[0].id == grains[2].pk
 
 
-@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
 def test_a_log_it_cannot_follow_means_a_reload(fresh_mirror, t0, monkeypatch):
     grain_store(content=FACTS[0], now=t0)
     mirrors.current()
@@ -157,7 +154,36 @@ def test_a_log_it_cannot_follow_means_a_reload(fresh_mirror, t0, monkeypatch):
     assert mirrors.loads == loads + 3
 
 
-@pytest.mark.sqlite_only  # the mirror is the embedded mode's (GRAPH_MIRROR)
+@pytest.mark.postgres_only  # one writer on SQLite: its rows commit in id order
+@pytest.mark.django_db(transaction=True)
+def test_a_change_committed_after_a_later_one_is_followed_all_the_same(fresh_mirror, t0):
+    first, second = (grain_store(content=c, now=t0).grain.pk for c in FACTS[:2])
+    mirrors.current()
+    loads = mirrors.loads
+    written, commit = threading.Event(), threading.Event()
+
+    def slow_writer() -> None:  # its log row gets its id first and commits last
+        try:
+            with transaction.atomic():
+                Grain.objects.filter(pk=first).update(weight=0.9)
+                written.set()
+                commit.wait(10)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    assert written.wait(10)
+    Grain.objects.filter(pk=second).update(weight=0.8)  # committed while the first is still open
+    view = mirrors.current()
+    assert (view.grains[first].weight, view.grains[second].weight) == (0.5, 0.8)
+    commit.set()
+    writer.join(10)
+    assert mirrors.current().grains[first].weight == 0.9, "a transaction committed late is read all the same"
+    assert_mirrors_the_database(t0)
+    assert mirrors.loads == loads
+
+
 def test_a_loaded_mirror_is_out_of_the_cycle_collectors_sight(fresh_mirror, t0):
     grain_store_batch(items=[{"content": c} for c in FACTS], now=t0)
     view = mirrors.current()
@@ -168,7 +194,7 @@ def test_a_loaded_mirror_is_out_of_the_cycle_collectors_sight(fresh_mirror, t0):
     assert id(view) not in young and id(view.grains) not in young
 
 
-def test_graph_mirror_off_or_postgresql_reads_the_database(fresh_mirror, flux_settings, t0):
+def test_graph_mirror_off_reads_the_database(fresh_mirror, flux_settings, t0):
     grain_store(content=FACTS[0], now=t0)
     flux_settings(GRAPH_MIRROR=False)
     loads = mirrors.loads
