@@ -35,6 +35,7 @@ def _schedule(sender: Celery, **kwargs: object) -> None:
         "backup-daily": {"task": "grains.backup_daily", "schedule": float(flux["BACKUP_INTERVAL_SECONDS"])},
         "embed-missing": {"task": "graph.embed_missing", "schedule": float(flux["EMBED_INTERVAL_SECONDS"])},
         "changes-prune": {"task": "graph.changes_prune", "schedule": PRUNE_SECONDS},
+        "search-terms-fold": {"task": "graph.search_terms_fold", "schedule": PRUNE_SECONDS},
         # Restore data of purged grains is cleared when the window ends; checked as often as decay runs.
         "tombstones-expire": {"task": "grains.tombstones_expire", "schedule": float(flux["DECAY_INTERVAL_SECONDS"])},
     }

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
@@ -148,8 +148,8 @@ MIN_IDF = 1e-6
 _PG_STEMS = ("SELECT w, (SELECT lexeme FROM unnest(to_tsvector('english', w)) ORDER BY positions[1] LIMIT 1) "
              "FROM unnest(%s::text[]) w")
 _PG_SIZE = "SELECT coalesce(sum(grains), 0)::bigint, coalesce(sum(tokens), 0)::bigint FROM grain_fts_size"
-_PG_DOC_FREQ = ("SELECT t.lexeme, (SELECT count(*) FROM grains_grain WHERE fts_doc @@ t.q::tsquery) "
-                "FROM unnest(%s::text[], %s::text[]) t(lexeme, q)")
+# A lexeme's document frequency: the sum of its rows of differences (graph migration 0012).
+_PG_DOC_FREQ = "SELECT lexeme, sum(docs) FROM grain_fts_terms WHERE lexeme = ANY(%s) GROUP BY lexeme"
 # Per matching grain, the sum over the query's lexemes (a repeat counts again, as a repeated phrase does in
 # FTS5) of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)), f counting a cue occurrence CUE_WEIGHT.
 _PG_RANK_SQL = """
@@ -319,10 +319,10 @@ def _doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: 
 
 
 def _pg_doc_freq(cursor, stems: list[str], total: int) -> dict[str, int]:  # noqa: ANN001 - a DB cursor
-    """Document frequencies of ``stems`` counted through the GIN index; stems no grain has are left out."""
+    """Document frequencies of ``stems`` from the table the triggers keep; stems no grain has are left out."""
     def look_up(missing: list[str]) -> dict[str, int]:
-        cursor.execute(_PG_DOC_FREQ, [missing, [_tsquery_lexeme(s) for s in missing]])
-        return {stem: docs for stem, docs in cursor.fetchall() if docs}
+        cursor.execute(_PG_DOC_FREQ, [missing])
+        return {stem: int(docs) for stem, docs in cursor.fetchall() if docs}
 
     return _cached_doc_freq(stems, total, look_up)
 
@@ -370,3 +370,32 @@ def entry_search(*, max_docs: int | None = None,
     if connection.vendor == "postgresql":
         return PostgresSearch(fraction, docs, last_resort=last_resort)
     return Fts5Search(fraction, docs, in_status, last_resort=last_resort)
+
+
+FOLD_CHUNK = 50_000  # rows of differences folded per transaction
+_FOLD = """
+WITH chunk AS (SELECT id FROM grain_fts_terms WHERE id > %(after)s AND id <= %(last)s ORDER BY id LIMIT %(rows)s
+               FOR UPDATE SKIP LOCKED),
+     folded AS (DELETE FROM grain_fts_terms t USING chunk WHERE t.id = chunk.id RETURNING t.id, t.lexeme, t.docs),
+     kept AS (INSERT INTO grain_fts_terms (lexeme, docs) SELECT lexeme, sum(docs) FROM folded GROUP BY lexeme
+              HAVING sum(docs) <> 0 RETURNING 1)
+SELECT (SELECT max(id) FROM folded), (SELECT count(*) FROM folded), (SELECT count(*) FROM kept)"""
+
+
+def search_terms_fold() -> int:
+    """PostgreSQL: fold the rows of differences that keep each lexeme's document frequency (graph migration 0012)
+    into one per lexeme, FOLD_CHUNK rows per transaction (the beat runs this every PRUNE_SECONDS, as the change
+    log's prune); how many rows went. Nothing to do on SQLite, where FTS5 keeps its vocabulary."""
+    if connection.vendor != "postgresql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(max(id), 0) FROM grain_fts_terms")
+        after, last, gone = 0, cursor.fetchone()[0], 0
+        while after < last:
+            with transaction.atomic():
+                cursor.execute(_FOLD, {"after": after, "last": last, "rows": FOLD_CHUNK})
+                reached, folded, kept = cursor.fetchone()
+            if not folded:
+                break
+            after, gone = reached, gone + folded - kept
+    return gone

@@ -52,6 +52,12 @@ def changes_prune_task() -> int:
     return upkeep.changes_prune()
 
 
+@shared_task(name="graph.search_terms_fold")
+def search_terms_fold_task() -> int:
+    """PostgreSQL: fold the counts of each search term into one row per term (nothing on SQLite)."""
+    return upkeep.search_terms_fold()
+
+
 @shared_task(name="epistemic.epistemic_pass")
 def epistemic_pass_task() -> dict:
     """Compare grains stored since the last pass with their nearest grains (resumes where it stopped)."""

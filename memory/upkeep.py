@@ -1,7 +1,7 @@
 """What Celery beat runs, each safe to run twice: lazy decay applied everywhere with the lifecycle moves
 (graph), re-clustering (graph, one run at a time), the epistemic pass over new grains (epistemic), a health
-snapshot raising and clearing warnings (vitals), embedding grains stored without a vector and pruning the graph
-mirror's change log (graph), clearing
+snapshot raising and clearing warnings (vitals), embedding grains stored without a vector, pruning the graph
+mirror's change log and folding PostgreSQL's counts of each search term (graph), clearing
 expired restore data (memory.forgetting), and cleaning the embedded broker (core)."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from core.conf import flux_setting as S
 from epistemic.review import epistemic_pass
 from grains.locks import exclusive
 from graph.mirror import changes_prune
+from graph.search import search_terms_fold
 from graph.semantic import embed_missing
 from graph.services.clustering import ClusterResult, cluster_rebuild, cluster_rebuild_if_grown
 from graph.services.decay import decay_sweep
@@ -19,7 +20,7 @@ from vitals.services import vitals_snapshot
 BACKUP_LOCK_SECONDS = 3600  # a daily backup's lock outlives the longest copy; a killed holder's is taken over
 
 __all__ = ["backup_daily", "broker_cleanup", "changes_prune", "cluster_rebuild", "cluster_refresh", "decay_sweep",
-           "embed_missing", "epistemic_pass", "vitals_snapshot"]
+           "embed_missing", "epistemic_pass", "search_terms_fold", "vitals_snapshot"]
 
 
 def cluster_refresh() -> ClusterResult | None:

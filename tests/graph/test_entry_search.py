@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from grains.models import Grain
 from graph import search as search_module
-from graph.search import entry_search
+from graph.search import entry_search, search_terms_fold
+from memory.forgetting import grain_purge
 from memory.store import grain_store
 
 pytestmark = pytest.mark.django_db
@@ -174,3 +175,37 @@ def test_the_stems_remembered_are_bounded():
     assert stems.of("fts5", ["cats", "dogs"], look_up) == {"cats": "cat", "dogs": "dog"}
     assert asked == [["cats", "the"], ["dogs", "hens"], ["cats"]]
     assert stems.of("postgresql", ["dogs"], look_up) == {"dogs": "dog"} and asked[-1] == ["dogs"]  # per backend
+
+
+@pytest.mark.postgres_only  # FTS5 keeps its own vocabulary
+def test_postgresqls_kept_document_frequencies_are_the_counts_through_every_write_and_fold(corpus, t0, monkeypatch):
+    def kept() -> dict[str, int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT lexeme, sum(docs) FROM grain_fts_terms GROUP BY lexeme HAVING sum(docs) <> 0")
+            return {lexeme: int(docs) for lexeme, docs in cursor.fetchall()}
+
+    def counted() -> dict[str, int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT u.lexeme, count(*) FROM grains_grain g CROSS JOIN LATERAL "
+                           "unnest(tsvector_to_array(g.fts_doc)) u(lexeme) GROUP BY u.lexeme")
+            return dict(cursor.fetchall())
+
+    assert kept() == counted() and counted()["garden"] == 3 and counted()["heron"] == 2  # a cue counts
+    Grain.objects.filter(pk=corpus[2]).update(cues="pond orchid")  # cues changed: lexemes gained
+    Grain.objects.filter(pk=corpus[7]).update(cues="")  # and lost
+    grain_purge(grain_id=corpus[3], reason="test", now=t0)
+    Grain.objects.filter(pk__in=corpus[8:]).delete()
+    grain_store(content="The heron fishes in the garden pond", now=t0)
+    assert kept() == counted() and counted()["garden"] == 3 and counted()["heron"] == 2
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM grain_fts_terms")
+        rows = cursor.fetchone()[0]
+    before = search("heron pond garden")
+    monkeypatch.setattr(search_module, "FOLD_CHUNK", 7)  # several transactions
+    assert search_terms_fold() > 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM grain_fts_terms")
+        assert cursor.fetchone()[0] < rows
+    assert kept() == counted()
+    search_module._common._by_db.clear()  # frequencies read anew
+    assert search("heron pond garden") == before and len(before) == 5
