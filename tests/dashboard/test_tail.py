@@ -2,16 +2,14 @@
 (on PostgreSQL) two transactions committing in the other order than their ids."""
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection, transaction
 from django.utils import timezone
 
 from dashboard.relay import relay_poll
 from dashboard.selectors import last_event_id
 from dashboard.tail import LogTail
 from grains.models import ActivityEvent
+from tests.transactions import held_open
 
 
 def test_ids_in_order_leave_no_gap():
@@ -71,25 +69,9 @@ def test_the_relay_sends_an_event_that_commits_after_a_higher_id():
 @pytest.mark.django_db(transaction=True)
 def test_two_writers_committing_out_of_id_order_both_reach_the_relay():
     tail = LogTail(last_event_id())
-    inserted, release = threading.Event(), threading.Event()
-    held: list[int] = []
-
-    def slow_writer() -> None:  # takes its id first and commits last
-        try:
-            with transaction.atomic():
-                held.append(_event("test.slow").pk)
-                inserted.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    writer = threading.Thread(target=slow_writer)
-    writer.start()
-    assert inserted.wait(10)
-    quick = _event("test.quick").pk
-    assert quick > held[0]
-    assert [e["id"] for e in relay_poll(tail)] == [quick]
-    release.set()
-    writer.join(10)
-    assert [e["id"] for e in relay_poll(tail)] == held
+    with held_open(lambda: _event("test.slow").pk) as held:  # takes its id first and commits last
+        quick = _event("test.quick").pk
+        assert quick > held
+        assert [e["id"] for e in relay_poll(tail)] == [quick]
+    assert [e["id"] for e in relay_poll(tail)] == [held]
     assert relay_poll(tail) == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 import gc
 import json
 import random
-import threading
 from datetime import timedelta
 
 import pytest
@@ -32,6 +31,7 @@ from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_
 from memory.forgetting import grain_purge
 from memory.retrieval import YOUNG_COLLECTION, retrieval_warm_up
 from memory.store import grain_store, grain_store_batch
+from tests.transactions import held_open
 
 pytestmark = pytest.mark.django_db
 
@@ -160,25 +160,10 @@ def test_a_change_committed_after_a_later_one_is_followed_all_the_same(fresh_mir
     first, second = (grain_store(content=c, now=t0).grain.pk for c in FACTS[:2])
     mirrors.current()
     loads = mirrors.loads
-    written, commit = threading.Event(), threading.Event()
-
-    def slow_writer() -> None:  # its log row gets its id first and commits last
-        try:
-            with transaction.atomic():
-                Grain.objects.filter(pk=first).update(weight=0.9)
-                written.set()
-                commit.wait(10)
-        finally:
-            connection.close()
-
-    writer = threading.Thread(target=slow_writer)
-    writer.start()
-    assert written.wait(10)
-    Grain.objects.filter(pk=second).update(weight=0.8)  # committed while the first is still open
-    view = mirrors.current()
-    assert (view.grains[first].weight, view.grains[second].weight) == (0.5, 0.8)
-    commit.set()
-    writer.join(10)
+    with held_open(lambda: Grain.objects.filter(pk=first).update(weight=0.9)):  # its log row's id comes first
+        Grain.objects.filter(pk=second).update(weight=0.8)  # committed while the first is still open
+        view = mirrors.current()
+        assert (view.grains[first].weight, view.grains[second].weight) == (0.5, 0.8)
     assert mirrors.current().grains[first].weight == 0.9, "a transaction committed late is read all the same"
     assert_mirrors_the_database(t0)
     assert mirrors.loads == loads
