@@ -155,7 +155,7 @@ class _PostgresLog:
     0011) and a mirror stands on the snapshot of its last read of the log: next it reads the rows of the
     transactions that snapshot did not see (running then, its own still open, or begun after), and the last
     row it applied (gone: rolled back or pruned). The snapshot is the very statement's that reads the rows, which
-are not sorted: in id order the planner may walk the whole log to find none."""
+    are not sorted: in id order the planner may walk the whole log to find none."""
 
     _READ = ("SELECT s.snap, s.own, c.id, c.kind, c.row, c.xact FROM (SELECT pg_current_snapshot()::text AS snap, "
              "pg_current_xact_id_if_assigned()::text AS own) s LEFT JOIN LATERAL (SELECT id, kind, row, xact "

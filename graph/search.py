@@ -383,9 +383,10 @@ SELECT (SELECT max(id) FROM folded), (SELECT count(*) FROM folded), (SELECT coun
 
 
 def search_terms_fold() -> int:
-    """PostgreSQL: fold the rows of differences that keep each lexeme's document frequency (graph migration 0012)
-    into one per lexeme, FOLD_CHUNK rows per transaction (the beat runs this every PRUNE_SECONDS, as the change
-    log's prune); how many rows went. Nothing to do on SQLite, where FTS5 keeps its vocabulary."""
+    """PostgreSQL: fold the rows of differences that keep each lexeme's document frequency (graph migration 0012),
+    FOLD_CHUNK rows per transaction, each chunk's rows of a lexeme into one (the beat runs this every
+    PRUNE_SECONDS, as the change log's prune: a lexeme is down to a row or two after a pass or two); how many rows
+    went. Nothing to do on SQLite, where FTS5 keeps its vocabulary."""
     if connection.vendor != "postgresql":
         return 0
     with connection.cursor() as cursor:
