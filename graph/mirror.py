@@ -111,6 +111,8 @@ class _Mirrors:
         if found is None:
             return None
         named, mark = found
+        if not named:  # the usual case, on every retrieval: nothing to read
+            return mirror, mark
         for kind, sql, parse, put, drop in (
                 (GraphChange.GRAIN, grain_rows_sql(), grain_row, mirror.put_grain, mirror.drop_grain),
                 (GraphChange.CONDUIT, _conduit_sql(), _conduit_row, mirror.put_conduit, mirror.drop_conduit),
