@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -62,9 +62,6 @@ class Fts5Search:
             return [[] for _ in queries]
         # Learned cues (column 2) count for CUE_WEIGHT of what the same words count for in the content.
         bm25 = f"bm25(grain_fts, 1.0, {float(S('CUE_WEIGHT'))!r})"
-        # Ranked first, the status looked up for the best few after: joining every match with its grain's row
-        # reads the grain table all over (at 1,000,000 grains five times the search itself). When too few of the
-        # best have a wanted status, the join decides. Ties go to the lower id either way.
         best = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f WHERE grain_fts MATCH %s "
                 f"ORDER BY {bm25}, f.rowid LIMIT %s")
         joined = (f"SELECT f.rowid, -{bm25} AS score FROM grain_fts f JOIN grains_grain g ON g.id = f.rowid "
@@ -76,28 +73,18 @@ class Fts5Search:
         best_newest = f"SELECT rowid, score FROM ({newest}) ORDER BY score DESC, rowid LIMIT %s"
         joined_newest = (f"SELECT w.rowid, w.score FROM ({newest}) w JOIN grains_grain g ON g.id = w.rowid "
                          f"WHERE g.status IN ({marks(statuses)}) ORDER BY w.score DESC, w.rowid LIMIT %s")
+        sql = {(False, False): best, (False, True): joined, (True, False): best_newest, (True, True): joined_newest}
         with connection.cursor() as cursor:
             chosen_lists, window = self._choose(cursor, word_lists, max_terms)
-            expressions = [fts5_or(chosen) if chosen else None for chosen, _ in chosen_lists]
-            ranked: list[list[tuple[int, float]]] = []
-            for expression, (_, common) in zip(expressions, chosen_lists, strict=True):
-                rows = []
-                if expression is not None:
-                    cursor.execute(*((best_newest, [expression, window, limit * FIRST_PASS]) if common
-                                     else (best, [expression, limit * FIRST_PASS])))
-                    rows = cursor.fetchall()
-                ranked.append(rows)
-            # The statuses of every query's best, looked up together (a store searches for each of its grains).
-            wanted = self.in_status(sorted({gid for rows in ranked for gid, _ in rows}), statuses)
-            results = []
-            for expression, (_, common), rows in zip(expressions, chosen_lists, ranked, strict=True):
-                hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
-                if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
-                    cursor.execute(*((joined_newest, [expression, window, *statuses, limit]) if common
-                                     else (joined, [expression, *statuses, limit])))
-                    hits = cursor.fetchall()
-                results.append([(gid, max(score, 1e-9)) for gid, score in hits])
-        return results
+
+            def ranked(chosen: tuple[list[str], bool], count: int, of_status: bool) -> list[tuple[int, float]]:
+                words, common = chosen  # (by common and of_status: the statement's parameters in order)
+                cursor.execute(sql[common, of_status], [fts5_or(words), *([window] if common else []),
+                                                        *(statuses if of_status else []), count])
+                return cursor.fetchall()
+
+            return _best_of_status([c if c[0] else None for c in chosen_lists], ranked, limit=limit,
+                                   statuses=statuses, in_status=self.in_status)
 
     def _choose(self, cursor, word_lists: list[list[str]],  # noqa: ANN001 - a DB cursor
                 max_terms: int) -> tuple[list[tuple[list[str], bool]], int]:
@@ -123,6 +110,33 @@ class Fts5Search:
 
 
 FIRST_PASS = 2  # the best limit x this many matches are ranked before their statuses are looked up
+Prepared = TypeVar("Prepared")
+
+
+def _best_of_status(
+    queries: list[Prepared | None], ranked: Callable[[Prepared, int, bool], list[tuple[int, float]]], *,
+    limit: int,
+    statuses: Sequence[str], in_status: InStatus,
+) -> list[list[tuple[int, float]]]:
+    """Each query's best ``limit`` (grain id, score) among grains with one of ``statuses`` (none for a query of
+    None), both backends alike: ``ranked(query, count, of_status)`` ranks the best ``count`` matches of a query,
+    of any status or, with ``of_status``, of ``statuses``.
+
+    Ranked first, the statuses looked up for the best few after, for every query together (a store searches
+    for each of its grains): joining every match with its grain's row reads the grain table all over (on SQLite
+    at 1,000,000 grains five times the search itself; on PostgreSQL a planner without fresh statistics joins
+    every posting). When too few of the best have a wanted status, the join decides. Ties go to the lower id
+    either way.
+    """
+    first = [ranked(query, limit * FIRST_PASS, False) if query is not None else [] for query in queries]
+    wanted = in_status(sorted({gid for rows in first for gid, _ in rows}), statuses)
+    results = []
+    for query, rows in zip(queries, first, strict=True):
+        hits = [(gid, score) for gid, score in rows if gid in wanted][:limit]
+        if len(hits) < limit and len(rows) == limit * FIRST_PASS:  # more matches below: the join decides
+            hits = ranked(query, limit, True)
+        results.append([(gid, max(score, 1e-9)) for gid, score in hits])
+    return results
 
 
 def _rare_terms_of(word_lists: list[list[str]], stems: dict[str, str], doc_freq: dict[str, int], *, max_terms: int,
@@ -142,45 +156,55 @@ K1, B = 1.2, 0.75
 # What FTS5 gives a term in half the grains or more: it still counts, for next to nothing.
 MIN_IDF = 1e-6
 
-# Graph migration 0008 made these: ``fts_doc``, content lexemes with weight A and learned cues' with weight
-# B, positioned; ``fts_length``, a grain's length in tokens; ``grain_fts_size``, the grain count and their
-# total length.
+# Graph migrations made these: ``grain_fts_size`` (0008), the grain count and their total length in tokens;
+# ``grain_fts_terms`` (0012), rows of differences of each lexeme's document frequency; ``grain_fts_postings``
+# (0013), per grain and lexeme its occurrences in the content and in the learned cues and the grain's length.
 _PG_STEMS = ("SELECT w, (SELECT lexeme FROM unnest(to_tsvector('english', w)) ORDER BY positions[1] LIMIT 1) "
              "FROM unnest(%s::text[]) w")
 _PG_SIZE = "SELECT coalesce(sum(grains), 0)::bigint, coalesce(sum(tokens), 0)::bigint FROM grain_fts_size"
 # A lexeme's document frequency: the sum of its rows of differences (graph migration 0012).
 _PG_DOC_FREQ = "SELECT lexeme, sum(docs) FROM grain_fts_terms WHERE lexeme = ANY(%s) GROUP BY lexeme"
-# Per matching grain, the sum over the query's lexemes (a repeat counts again, as a repeated phrase does in
-# FTS5) of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)), f counting a cue occurrence CUE_WEIGHT.
+# Per grain having one of the query's lexemes, the sum over them (a repeat counts again, as a repeated phrase
+# does in FTS5) of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)), f counting a cue occurrence
+# CUE_WEIGHT: only the postings of those lexemes are read (and the grains' statuses, when joined for them).
 _PG_RANK_SQL = """
-SELECT g.id, sum(q.idf * f.f * ({k1} + 1) / (f.f + {k1} * (1 - {b} + {b} * g.fts_length / %(avgdl)s))) AS score
-FROM grains_grain g CROSS JOIN LATERAL unnest(g.fts_doc) u
-  JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) q(lexeme, idf) ON q.lexeme = u.lexeme
-  CROSS JOIN LATERAL (SELECT cardinality(array_positions(u.weights, 'A'))
-                             + %(cue_weight)s * cardinality(array_positions(u.weights, 'B')) AS f) f
-WHERE g.fts_doc @@ %(query)s::tsquery AND g.status = ANY(%(statuses)s::text[]){newest}
-GROUP BY g.id ORDER BY score DESC, g.id LIMIT %(limit)s"""
-# A common term matched as the last resort: only among the newest grains that have it, as many as the bound.
-_PG_NEWEST = ("\n  AND g.id IN (SELECT id FROM grains_grain WHERE fts_doc @@ %(query)s::tsquery "
-              "ORDER BY id DESC LIMIT %(window)s)")
-_PG_RANK = _PG_RANK_SQL.format(k1=K1, b=B, newest="")
-_PG_RANK_NEWEST = _PG_RANK_SQL.format(k1=K1, b=B, newest=_PG_NEWEST)
+SELECT p.grain_id, sum(q.idf * f.f * ({k1} + 1) / (f.f + {k1} * (1 - {b} + {b} * p.length / %(avgdl)s::float8)))
+  AS score
+FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) q(lexeme, idf)
+  JOIN grain_fts_postings p ON p.lexeme = q.lexeme
+  CROSS JOIN LATERAL (SELECT p.content_tf + %(cue_weight)s::float8 * p.cue_tf AS f) f{join}
+WHERE {where}
+GROUP BY p.grain_id ORDER BY score DESC, p.grain_id LIMIT %(limit)s"""
+_PG_JOIN = "\n  JOIN grains_grain g ON g.id = p.grain_id"
+_PG_OF_STATUS = "g.status = ANY(%(statuses)s::text[])"
+# A common term matched as the last resort (then a query's only term): only among the newest grains that have
+# it, as many as the bound.
+_PG_NEWEST = ("p.grain_id IN (SELECT grain_id FROM grain_fts_postings WHERE lexeme = (%(lexemes)s::text[])[1] "
+              "ORDER BY grain_id DESC LIMIT %(window)s)")
+# By (common, of status): the statement.
+_PG_RANK = {(common, of_status): _PG_RANK_SQL.format(
+    k1=f"{K1!r}::float8", b=f"{B!r}::float8", join=_PG_JOIN if of_status else "",
+    where=" AND ".join([*([_PG_OF_STATUS] if of_status else []), *([_PG_NEWEST] if common else [])]) or "true")
+    for common in (False, True) for of_status in (False, True)}
 
 
 class PostgresSearch:
     """PostgreSQL full-text search (english configuration) over content and learned cues, ranked by BM25.
 
     Ranks as ``Fts5Search`` does: the same rare terms of the query, stemmed by
-    the english configuration and counted through the GIN index, scored by
-    BM25 as FTS5 computes it (a cue occurrence counting for CUE_WEIGHT of a
-    content one; the grain count and mean length kept exact by triggers), ties
-    broken by id.
+    the english configuration, scored by BM25 as FTS5 computes it (a cue
+    occurrence counting for CUE_WEIGHT of a content one), ties broken by id,
+    from what triggers keep exact: the grain count and mean length, each
+    lexeme's document frequency, and its postings (an inverted index, as
+    FTS5's, read only for the query's lexemes).
     """
 
-    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0, *, last_resort: bool = True) -> None:
+    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
+                 in_status: InStatus | None = None, *, last_resort: bool = True) -> None:
         self.max_doc_fraction = max_doc_fraction
         self.min_docs = min_docs
         self.last_resort = last_resort
+        self.in_status = in_status or grains_in_status  # as Fts5Search's
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
@@ -191,24 +215,22 @@ class PostgresSearch:
         word_lists = [terms(q, max_terms=64) for q in queries]
         if not statuses or not any(word_lists):
             return [[] for _ in queries]
-        results = []
         with connection.cursor() as cursor:
             cursor.execute(_PG_SIZE)
             grains, tokens = cursor.fetchone()
             chosen_lists, stems, doc_freq, window = self._choose(cursor, word_lists, max_terms, grains)
             params = {"avgdl": tokens / grains if tokens > 0 else 1.0, "cue_weight": float(S("CUE_WEIGHT")),
-                      "statuses": list(statuses), "limit": limit, "window": window}
-            for chosen, common in chosen_lists:
-                if not chosen:
-                    results.append([])
-                    continue
-                lexemes = [stems[w] for w in chosen]
-                query = " | ".join(sorted({_tsquery_lexeme(lex) for lex in lexemes}))
-                cursor.execute(_PG_RANK_NEWEST if common else _PG_RANK,
-                               {**params, "lexemes": lexemes, "query": query,
-                                "idfs": [_idf(grains, doc_freq[lex]) for lex in lexemes]})
-                results.append([(gid, max(score, 1e-9)) for gid, score in cursor.fetchall()])
-        return results
+                      "statuses": list(statuses), "window": window}
+
+            def ranked(chosen: tuple[list[str], bool], count: int, of_status: bool) -> list[tuple[int, float]]:
+                words, common = chosen
+                lexemes = [stems[w] for w in words]
+                cursor.execute(_PG_RANK[common, of_status], {**params, "lexemes": lexemes, "limit": count,
+                                                             "idfs": [_idf(grains, doc_freq[lex]) for lex in lexemes]})
+                return cursor.fetchall()
+
+            return _best_of_status([c if c[0] else None for c in chosen_lists], ranked, limit=limit,
+                                   statuses=statuses, in_status=self.in_status)
 
     def _choose(
         self, cursor, word_lists: list[list[str]], max_terms: int, total: int,  # noqa: ANN001 - a DB cursor
@@ -233,11 +255,6 @@ def _idf(grains: int, docs: int) -> float:
     """FTS5's inverse document frequency of a term in ``docs`` of ``grains`` grains, floored at MIN_IDF."""
     idf = math.log((grains - docs + 0.5) / (docs + 0.5))
     return idf if idf > 0 else MIN_IDF
-
-
-def _tsquery_lexeme(lexeme: str) -> str:
-    """``lexeme`` quoted as tsquery input, which takes it as it is (not parsed or stemmed again)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class _Stems:
@@ -362,13 +379,12 @@ def entry_search(*, max_docs: int | None = None,
     grains, at least COMMON_TERM_MIN_DOCS, and a query left with no other term
     matches its rarest (see ``rare_terms``), among the newest grains that have
     it, as many as the limit: no term is ranked over more grains than that.
-    On SQLite, ``in_status`` (by default a query) says which of the best matches have a wanted status; the
-    PostgreSQL search checks statuses within its query.
+    ``in_status`` (by default a query) says which of the best matches have a wanted status.
     """
     fraction, docs, last_resort = ((0.0, max_docs, False) if max_docs is not None
                                    else (S("COMMON_TERM_FRACTION"), S("COMMON_TERM_MIN_DOCS"), True))
     if connection.vendor == "postgresql":
-        return PostgresSearch(fraction, docs, last_resort=last_resort)
+        return PostgresSearch(fraction, docs, in_status, last_resort=last_resort)
     return Fts5Search(fraction, docs, in_status, last_resort=last_resort)
 
 

@@ -178,7 +178,8 @@ def test_the_stems_remembered_are_bounded():
 
 
 @pytest.mark.postgres_only  # FTS5 keeps its own vocabulary
-def test_postgresqls_kept_document_frequencies_are_the_counts_through_every_write_and_fold(corpus, t0, monkeypatch):
+def test_postgresqls_document_frequencies_and_postings_are_kept_in_step_through_every_write_and_fold(
+        corpus, t0, monkeypatch):
     def kept() -> dict[str, int]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT lexeme, sum(docs) FROM grain_fts_terms GROUP BY lexeme HAVING sum(docs) <> 0")
@@ -190,13 +191,25 @@ def test_postgresqls_kept_document_frequencies_are_the_counts_through_every_writ
                            "unnest(tsvector_to_array(g.fts_doc)) u(lexeme) GROUP BY u.lexeme")
             return dict(cursor.fetchall())
 
+    def postings_in_step() -> bool:
+        """The inverted index the triggers keep holds each grain's lexemes, counts and length as they are."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT lexeme, grain_id, content_tf, cue_tf, length FROM grain_fts_postings")
+            kept_rows = sorted(cursor.fetchall())
+            cursor.execute("SELECT u.lexeme, g.id, cardinality(array_positions(u.weights, 'A')), "
+                           "cardinality(array_positions(u.weights, 'B')), g.fts_length "
+                           "FROM grains_grain g CROSS JOIN LATERAL unnest(g.fts_doc) u")
+            return kept_rows == sorted(cursor.fetchall()) and len(kept_rows) > 20
+
     assert kept() == counted() and counted()["garden"] == 3 and counted()["heron"] == 2  # a cue counts
+    assert postings_in_step()
     Grain.objects.filter(pk=corpus[2]).update(cues="pond orchid")  # cues changed: lexemes gained
     Grain.objects.filter(pk=corpus[7]).update(cues="")  # and lost
     grain_purge(grain_id=corpus[3], reason="test", now=t0)
     Grain.objects.filter(pk__in=corpus[8:]).delete()
     grain_store(content="The heron fishes in the garden pond", now=t0)
     assert kept() == counted() and counted()["garden"] == 3 and counted()["heron"] == 2
+    assert postings_in_step()
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM grain_fts_terms")
         rows = cursor.fetchone()[0]
