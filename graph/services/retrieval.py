@@ -214,7 +214,7 @@ def grain_retrieve(
             trace_id = write_now(lambda: _record([trace])[0])
             pending_traces.failing = False
         else:
-            trace_id = trace_ids.take(booth.record)
+            trace_id = trace_ids.take(booth.ahead)
             later = replace(trace, trace_id=trace_id)
     except DatabaseError as exc:
         if storage_error(exc) is None:

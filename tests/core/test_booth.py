@@ -49,6 +49,24 @@ def test_outside_a_read_the_write_starts_after_the_linger(booth):
     assert started - asked >= LINGER_S
 
 
+def test_a_write_reads_wait_for_and_that_waits_on_nothing_runs_ahead_of_the_queued_ones(booth):
+    """Trace ids reserved behind the traces of a busy moment held every read that needed one."""
+    import threading
+
+    ran: list[str] = []
+    busy = threading.Event()
+    booth.write(busy.wait)  # the writer is held: what follows queues up
+    time.sleep(0.05)
+    queued = [booth.record(lambda i=i: ran.append(f"record {i}")) for i in range(3)]
+    queued += [booth.record_after(lambda items: [ran.append(item) for item in items], "trace")]
+    reserved = booth.ahead(lambda: ran.append("ahead"))
+    busy.set()
+    reserved.result(5)
+    for future in queued:
+        future.result(5)
+    assert ran[0] == "ahead" and sorted(ran[1:]) == ["record 0", "record 1", "record 2", "trace"]
+
+
 # On SQLite the traces of retrievals are committed together (each commit empties every reader's page cache).
 
 def _callers(names: list[str]) -> list[int]:
