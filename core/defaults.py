@@ -150,7 +150,7 @@ SETTINGS: list[Setting] = [
         ("DASHBOARD_POLL_SECONDS", 0.5, "How often the dashboard process reads new activity-log events to relay to open pages."),
         ("READ_WORKERS", 3, "Threads serving reads (retrieve, listings, health) concurrently."),
         ("MAX_WRITE_QUEUE_DEPTH", 1000, "Writes waiting in the serial write queue before new ones get 503."),
-        ("TRACE_COMMIT_SECONDS", 0.25, "SQLite: retrieval traces written within this long of the first are committed together (each commit empties every reader's page cache); a crash loses at most this long of traces. 0 commits each at once."),
+        ("TRACE_COMMIT_SECONDS", 0.25, "Retrieval traces queued within this long of the first are written and committed together (on SQLite each commit empties every reader's page cache; on PostgreSQL one trace a transaction kept the writer under 70 retrievals a second); a crash loses at most this long of traces. 0 commits each at once."),
         ("MAX_GRAINS_PER_MINUTE", 500, "Grains one caller may store per minute (a batch of 100 counts 100)."),
         ("ADMIN_LINK_SECONDS", 300, "How long a `flux admin` login link stays valid (it works once)."),
         ("PURGE_RESTORE_WINDOW_HOURS", 24.0, "How long a purged (or forgotten) grain can be restored exactly as it was, conduits included."),

@@ -53,7 +53,7 @@ from graph.selectors import (
 )
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
-from graph.services.traces import pending_traces, trace_ids
+from graph.services.traces import MAX_UNWRITTEN, pending_traces, trace_ids
 
 # A trace item's fields, in the order _record gives them.
 TRACE_ITEM_FIELDS = ("trace", "grain", "rank", "score", "signal", "hops", "origin_id", "path", "conduits", "features")
@@ -214,6 +214,7 @@ def grain_retrieve(
             trace_id = write_now(lambda: _record([trace])[0])
             pending_traces.failing = False
         else:
+            pending_traces.wait_below(MAX_UNWRITTEN)
             trace_id = trace_ids.take(booth.ahead)
             later = replace(trace, trace_id=trace_id)
     except DatabaseError as exc:

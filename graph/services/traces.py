@@ -16,6 +16,10 @@ from graph.models import Trace
 log = logging.getLogger("flux.traces")
 SCRUBBED_QUERY = "[removed: this retrieval returned a purged grain]"
 ID_BLOCK = 256  # trace ids a process reserves at once (one short write per this many retrievals)
+# Traces a process may have queued and not yet written before a retrieval waits for the oldest: retrievals go at
+# the writer's pace rather than queue without end (on PostgreSQL at 110 a second the writer fell 5.5 s behind
+# in 15 s, and feedback and stores waited behind it).
+MAX_UNWRITTEN = 128
 ARRIVAL_MARGIN_S = 1.0  # beyond the commit delay, how long a trace another process answered with may take to arrive
 
 
@@ -94,6 +98,13 @@ class _Pending:
         with self._lock:
             future = self._futures.get(trace_id) if isinstance(trace_id, int) else None
         self._wait([future] if future is not None else [], timeout)
+
+    def wait_below(self, count: int, timeout: float = 30.0) -> None:
+        """Wait, while more than ``count`` traces are queued and not written, for the oldest of them."""
+        with self._lock:
+            excess = len(self._futures) - count
+            oldest = [self._futures[k] for k in sorted(self._futures)[:excess]] if excess > 0 else []
+        self._wait(oldest, timeout)
 
     def wait_all(self, timeout: float = 30.0) -> None:
         with self._lock:

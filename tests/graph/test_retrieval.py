@@ -329,3 +329,36 @@ def test_a_new_callers_row_is_made_by_the_booths_writer_not_the_read_worker(t0, 
         booth.close()
     assert len(made_on) == 1 and made_on[0].startswith("flux-write"), made_on
     assert Caller.objects.filter(client="newcomer", role="chat").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retrievals_wait_for_the_writer_once_too_many_of_their_traces_are_unwritten(t0, monkeypatch):
+    """Traces queue on the writer after the answer; past MAX_UNWRITTEN a retrieval waits for the oldest, so they
+    never pile up behind a writer that cannot keep up (feedback and stores would wait behind them)."""
+    from graph.services import retrieval as retrieval_module
+    from graph.services.traces import traces_written
+
+    grain_store(content=CHAIN[0], now=t0)
+    monkeypatch.setattr(retrieval_module, "MAX_UNWRITTEN", 2)
+    booth, held, answered = Booth(2), threading.Event(), []
+
+    def ask() -> None:
+        answered.append(booth.read(lambda: grain_retrieve(query="greyhound Pixel", caller="busy:chat", now=t0,
+                                                          enforce_feedback=False, booth=booth)).result(10))
+    try:
+        ask()  # the caller's row made and trace ids reserved, with the writer free
+        traces_written()
+        booth.write(held.wait)  # now the writer is held: traces queue behind it
+        for _ in range(3):  # up to two unwritten, a retrieval goes on
+            ask()
+        late = threading.Thread(target=ask)
+        late.start()
+        late.join(0.5)
+        assert late.is_alive() and len(answered) == 4  # three unwritten: the next one waits
+        held.set()
+        late.join(10)
+        assert not late.is_alive() and len(answered) == 5
+        assert all(ids(found) == [Grain.objects.get(content=CHAIN[0]).pk] for found in answered)
+    finally:
+        held.set()
+        booth.close()
