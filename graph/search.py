@@ -78,7 +78,7 @@ class Fts5Search:
             chosen_lists, window = self._choose(cursor, word_lists, max_terms)
 
             def ranked(chosen: tuple[list[str], bool], count: int, of_status: bool) -> list[tuple[int, float]]:
-                words, common = chosen  # (by common and of_status: the statement's parameters in order)
+                words, common = chosen  # the statement by (common, of_status), its parameters in their order
                 cursor.execute(sql[common, of_status], [fts5_or(words), *([window] if common else []),
                                                         *(statuses if of_status else []), count])
                 return cursor.fetchall()
@@ -115,8 +115,7 @@ Prepared = TypeVar("Prepared")
 
 def _best_of_status(
     queries: list[Prepared | None], ranked: Callable[[Prepared, int, bool], list[tuple[int, float]]], *,
-    limit: int,
-    statuses: Sequence[str], in_status: InStatus,
+    limit: int, statuses: Sequence[str], in_status: InStatus,
 ) -> list[list[tuple[int, float]]]:
     """Each query's best ``limit`` (grain id, score) among grains with one of ``statuses`` (none for a query of
     None), both backends alike: ``ranked(query, count, of_status)`` ranks the best ``count`` matches of a query,
