@@ -180,8 +180,9 @@ def grain_retrieve(
     ``enforce_feedback`` says otherwise), a caller that owes feedback is
     refused with FeedbackOwed listing what it owes. With a ``booth`` (the
     service's) the trace is written by its writer after the answer, under an id
-    reserved ahead (feedback on it waits for it: ``trace_written``); else here,
-    before the answer.
+    reserved ahead (feedback on it waits for it: ``trace_written``; once
+    MAX_UNWRITTEN traces of the process wait, a retrieval waits for the oldest
+    first); else here, before the answer.
     """
     query, limit = _check(query, limit)
     now = now or timezone.now()
