@@ -33,14 +33,10 @@ class EntrySearch(Protocol):
         """``search`` for each query, sharing what can be shared."""
 
 
-class Fts5Search:
-    """SQLite FTS5 with BM25 (porter stemming) over content and learned cues, kept in sync by triggers.
-
-    Only the query's rare terms are matched (see ``rare_terms``): the index's
-    own tokenizer stems the words in a per-connection scratch table, and the
-    vocabulary table gives their document frequencies, so a query never pays
-    for scanning the postings of words found in most grains.
-    """
+class _Search:
+    """What both backends share: the bound on the grains a term is matched in (a fraction of the grains, at
+    least ``min_docs``), the last resort, where the statuses of the best matches come from, and ``search`` as
+    ``search_many`` of one query."""
 
     def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
                  in_status: InStatus | None = None, *, last_resort: bool = True) -> None:
@@ -53,6 +49,21 @@ class Fts5Search:
 
     def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
         return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
+
+    def search_many(
+        self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
+    ) -> list[list[tuple[int, float]]]:
+        raise NotImplementedError
+
+
+class Fts5Search(_Search):
+    """SQLite FTS5 with BM25 (porter stemming) over content and learned cues, kept in sync by triggers.
+
+    Only the query's rare terms are matched (see ``rare_terms``): the index's
+    own tokenizer stems the words in a per-connection scratch table, and the
+    vocabulary table gives their document frequencies, so a query never pays
+    for scanning the postings of words found in most grains.
+    """
 
     def search_many(
         self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int
@@ -187,7 +198,7 @@ _PG_RANK = {(common, of_status): _PG_RANK_SQL.format(
     for common in (False, True) for of_status in (False, True)}
 
 
-class PostgresSearch:
+class PostgresSearch(_Search):
     """PostgreSQL full-text search (english configuration) over content and learned cues, ranked by BM25.
 
     Ranks as ``Fts5Search`` does: the same rare terms of the query, stemmed by
@@ -197,16 +208,6 @@ class PostgresSearch:
     lexeme's document frequency, and its postings (an inverted index, as
     FTS5's, read only for the query's lexemes).
     """
-
-    def __init__(self, max_doc_fraction: float = 1.0, min_docs: int = 0,
-                 in_status: InStatus | None = None, *, last_resort: bool = True) -> None:
-        self.max_doc_fraction = max_doc_fraction
-        self.min_docs = min_docs
-        self.last_resort = last_resort
-        self.in_status = in_status or grains_in_status  # as Fts5Search's
-
-    def search(self, query: str, *, limit: int, statuses: Sequence[str], max_terms: int) -> list[tuple[int, float]]:
-        return self.search_many([query], limit=limit, statuses=statuses, max_terms=max_terms)[0]
 
     def search_many(
         self, queries: Sequence[str], *, limit: int, statuses: Sequence[str], max_terms: int

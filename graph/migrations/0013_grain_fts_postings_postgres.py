@@ -5,8 +5,8 @@ its whole document to find the query's lexemes in it: at 10,000 grains 11 ms a q
 at 100,000. ``grain_fts_postings`` holds one row per lexeme of each grain: how often it occurs in the content
 and in the learned cues, and the grain's length in tokens (BM25's f and dl), read from ``fts_doc`` and
 ``fts_length`` by triggers on every insert, delete and change of content or cues. A query reads the rows of its
-few rare lexemes through the index on (lexeme, grain_id), nothing else of the grains but their status; the GIN
-index, which nothing reads then, goes.
+few rare lexemes through the index on (lexeme, grain_id) and ranks them without reading the grains (their
+statuses are looked up for the best few after); the GIN index, which nothing reads then, goes.
 
 SQLite: nothing (FTS5 keeps its own index).
 """
