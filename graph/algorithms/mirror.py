@@ -160,15 +160,16 @@ class GraphMirror:
     def reach(self, ids: Iterable[int], floor: WeightFloor | None, *, statuses: Sequence[str], policy: DecayPolicy,
               now: float) -> dict[int, Reach]:
         """For propagation: the traversable conduits of each of ``ids`` (as ``neighbours``), counted, and of them
-        the edges whose stored weight is not under ``floor.at(grain, count)`` (all without a floor), decayed. A
-        grain none of whose conduits can be over its floor is left out, its conduits not walked."""
+        the edges, decayed, whose weight is not under ``floor.at(grain, count)`` and that lead to none of
+        ``floor.relayed`` (all without a floor). A grain none of whose conduits can be over its floor is left
+        out, its conduits not walked."""
         with self._lock:
             out: dict[int, Reach] = {}
             status, names, known = self._status, self._statuses.names, len(self._status)
             heaviest, weighed = self._heaviest, len(self._heaviest)
             allowed = self._allowed(statuses)
             weight_floor, half_life, grace = policy.floor, policy.conduit_half_life, policy.conduit_grace
-            hub = math.inf if floor is None else floor.hub_degree
+            hub, relayed = (math.inf, ()) if floor is None else (floor.hub_degree, floor.relayed)
             new = tuple.__new__
             for here in ids:
                 packed = self._incident.get(here)
@@ -191,7 +192,7 @@ class GraphMirror:
                 cut = loose if degree <= hub else floor.at(here, degree)
                 edges = []
                 for there, cid, weight, created, decayed, code in found:
-                    if weight < cut:
+                    if weight < cut or there in relayed:
                         continue
                     # policy.conduit_weight, inlined: this loop runs for every conduit a retrieval reaches
                     since = created + grace
@@ -200,6 +201,8 @@ class GraphMirror:
                     if now > since and weight > weight_floor:
                         weight = (weight_floor if half_life <= 0
                                   else weight_floor + (weight - weight_floor) * 0.5 ** ((now - since) / half_life))
+                        if weight < cut:  # decayed under the floor
+                            continue
                     edges.append(new(Edge, (there, weight, cid, names[code])))  # Edge(...) without its __new__
                 out[here] = Reach(degree, edges)
             return out

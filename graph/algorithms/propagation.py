@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -66,10 +66,12 @@ class WeightFloor:
     """Per relaying grain, the weight under which one of its edges cannot pass signal on: a loader may leave such
     edges out (weights only decay, so a stored weight under it is a decayed weight under it). ``lowest`` is the
     floor of a grain of at most ``hub_degree`` conduits; hub damping lowers what passes, so the floor rises with
-    the degree above it and is never under ``lowest``."""
+    the degree above it and is never under ``lowest``. No signal goes back to the grains of ``relayed`` (they
+    relayed on an earlier hop): a loader may leave out the edges to them too."""
 
     lowest: Mapping[int, float]
     hub_degree: int
+    relayed: Collection[int] = frozenset()
 
     def at(self, source: int, degree: int) -> float:
         return self.lowest[source] / _damping(self.hub_degree, degree)
@@ -122,7 +124,7 @@ def propagate(
         passing = {g: s * params.attenuation * params.relay.get(status.get(g, "active"), 0.0)
                    for g, s in frontier.items()}
         floor = WeightFloor({g: params.threshold / p * FLOOR_MARGIN if p > 0 else math.inf
-                             for g, p in passing.items()}, params.hub_degree)
+                             for g, p in passing.items()}, params.hub_degree, relayed if hop > 1 else frozenset())
         edges = neighbours(frontier.keys(), floor)
         deltas: dict[int, float] = {}
         relaying: dict[int, float] = {}

@@ -278,12 +278,14 @@ def test_the_packed_conduits_answer_as_walking_every_conduit_would_in_the_same_o
         ids = list(range(0, 27))
         found = view.neighbours(ids, statuses=RETRIEVABLE, policy=policy, now=now)
         assert found == {g: walked(g) for g in ids if walked(g)}, step
-        # under a floor (the heaviest conduit of each grain kept as conduits come, change and go): the same edges,
-        # those whose stored weight is not under it
+        # under a floor (the heaviest conduit of each grain kept as conduits come, change and go) and with some
+        # grains relayed already: the same edges, those whose decayed weight is not under it, to the others
         pick = random.Random(step)  # its own: the steps stay those of ``rng``
-        floor = WeightFloor({g: pick.uniform(0.0, 1.0) for g in ids}, hub_degree=3)
+        floor = WeightFloor({g: pick.uniform(0.0, 0.6) for g in ids}, hub_degree=3,
+                            relayed=set(pick.sample(ids, 5)))
         reached = view.reach(ids, floor, statuses=RETRIEVABLE, policy=policy, now=now)
-        over = {g: [e for e in walked(g) if rows[e.conduit_id].weight >= floor.at(g, len(walked(g)))] for g in ids}
+        over = {g: [e for e in walked(g) if e.weight >= floor.at(g, len(walked(g)))
+                    and e.target not in floor.relayed] for g in ids}
         assert {g: r for g, r in reached.items() if r.edges} == {g: Reach(len(walked(g)), over[g])
                                                                  for g in ids if over[g]}, step
         for kind in kinds:
