@@ -5,8 +5,9 @@ then before each use brought up to date: triggers append a ``GraphChange`` row f
 cluster changed by any process, and the mirror re-reads the rows named since it last read the log (one
 indexed query when nothing changed): on SQLite the rows after the last one it applied; on PostgreSQL, whose
 transactions commit out of id order, the rows of the transactions its last read did not see. A log it cannot
-follow (rows it applied since rolled back, pruned, or more than RELOAD_AFTER changes behind) means a full
-reload. Retrieval applies its own touches (the access time), which are not logged, to the mirror directly.
+follow (rows it applied since rolled back, pruned, or more than RELOAD_AFTER changes behind; on PostgreSQL rows
+of a transaction it had not seen, pruned before it read them) means a full reload. Retrieval applies its own
+touches (the access time), which are not logged, to the mirror directly.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import logging
 import threading
 import time
 
-from django.db import connection
+from django.db import connection, transaction
 
 from core.bulk import marks
 from core.conf import flux_setting as S
@@ -178,6 +179,9 @@ class _PostgresLog:
         changes = [row[2:] for row in rows if row[2] is not None]
         if len(changes) > RELOAD_AFTER or last and not any(cid == last for cid, *_ in changes):
             return None  # too far behind, or the change it stands on was rolled back or pruned
+        unseen = min([after, *running])
+        if any(kind == GraphChange.PRUNED and pruned >= unseen for _, kind, pruned, _ in changes):
+            return None  # a transaction it had not seen committed, and its rows were pruned before it read them
         named = [(kind, row) for _, kind, row, xact in changes if xact >= after or xact in running]
         return named, (max([last, *(cid for cid, *_ in changes)]), *_unseen(rows[0][0], rows[0][1]))
 
@@ -207,6 +211,14 @@ def _apply(ids: list[int], sql: str, parse, put, drop) -> None:  # noqa: ANN001
                 drop(rid)
 
 
+# PostgreSQL: a chunk of the log deleted, and in its place a row saying up to which transaction rows went. A
+# transaction open long enough commits rows among the oldest; were they pruned before a mirror that had not seen
+# it read them, that mirror would miss them (it stands on a later row, still there): the row has it reload.
+_PRUNE_PG = """WITH gone AS (DELETE FROM graph_graphchange WHERE id BETWEEN %s AND %s RETURNING xact)
+INSERT INTO graph_graphchange (kind, row, token) SELECT %s, max(xact), 0 FROM gone HAVING count(*) > 0
+RETURNING (SELECT count(*) FROM gone)"""
+
+
 def changes_prune() -> int:
     """Delete all but the last KEEP_CHANGES rows of the change log, PRUNE_CHUNK rows per transaction (the beat
     runs this every PRUNE_SECONDS); how many went."""
@@ -216,7 +228,12 @@ def changes_prune() -> int:
     deleted = 0
     while chunk := list(GraphChange.objects.filter(pk__lte=last - KEEP_CHANGES).order_by("pk")
                         .values_list("pk", flat=True)[:PRUNE_CHUNK]):
-        deleted += GraphChange.objects.filter(pk__gte=chunk[0], pk__lte=chunk[-1]).delete()[0]
+        if connection.vendor == "postgresql":
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(_PRUNE_PG, [chunk[0], chunk[-1], GraphChange.PRUNED])
+                deleted += sum(gone for gone, in cursor.fetchall())  # no row: another prune took the chunk
+        else:
+            deleted += GraphChange.objects.filter(pk__gte=chunk[0], pk__lte=chunk[-1]).delete()[0]
     return deleted
 
 

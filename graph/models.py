@@ -160,6 +160,7 @@ class GraphChange(models.Model):
     row (its transactions commit out of id order: a mirror reads the rows of those its last read did not see)."""
 
     GRAIN, CONDUIT, CLUSTER = 1, 2, 3
+    PRUNED = 0  # PostgreSQL: the prune deleted rows of transactions up to ``row`` (graph.mirror.changes_prune)
     kind = models.PositiveSmallIntegerField()
     row = models.BigIntegerField()
     token = models.BigIntegerField()
