@@ -6,6 +6,7 @@ capitalised in the grain, since that alone tells a name from a noun.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from grains.content import split_speaker  # noqa: F401 - the rules read speakers through this module
@@ -68,6 +69,7 @@ def _ends_with_title(part: str) -> bool:
                                   if len(last) > len(t))
 
 
+@lru_cache(maxsize=8192)  # a statement's sentences are read by the rules and the causes alike
 def normalise(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     text = _DASH.sub(", ", text)
@@ -82,6 +84,12 @@ def normalise(text: str) -> str:
 
 def tokens(text: str) -> tuple[list[str], list[bool]]:
     """Lowercase tokens, number words as digits ("forty-two" -> "42"), and which were capitalised."""
+    toks, caps = _tokens(text)
+    return list(toks), list(caps)
+
+
+@lru_cache(maxsize=8192)  # a sentence is counted, parsed and searched for causes: tokenised once
+def _tokens(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     toks: list[str] = []
     caps: list[bool] = []
     for raw in lx.TOKEN.findall(text):
@@ -94,7 +102,7 @@ def tokens(text: str) -> tuple[list[str], list[bool]]:
                 continue
             toks.append(part if number is None else str(number))
             caps.append(raw[:1].isupper())
-    return toks, caps
+    return tuple(toks), tuple(caps)
 
 
 def _joins(before: int, number: int) -> bool:
