@@ -74,12 +74,14 @@ class _Mirrors:
             if held is not None:
                 held = self._follow(changes, *held)
             if held is None:
+                self._by_db.pop(key, None)  # gone before its successor is built: never two in memory at once
                 held = self._load(changes)
             self._by_db[key] = held
             return held[0]
 
     def _load(self, changes: ChangeLog) -> tuple[GraphMirror, Mark]:
         started = time.monotonic()
+        gc.collect()  # what is garbage now is not frozen with the mirror below (it would never be freed)
         mark = changes.mark()  # first: whatever changes after it is applied again on the next use
         mirror = GraphMirror()
         with connection.cursor() as cursor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import weakref
 from datetime import timedelta
 
 import pytest
@@ -197,6 +198,33 @@ def test_a_loaded_mirror_is_out_of_the_cycle_collectors_sight(fresh_mirror, t0):
     young = {id(o) for o in gc.get_objects()}  # what a full collection visits
     assert not any(id(row) in young for row in rows)
     assert id(view) not in young and id(view.grains) not in young
+
+
+def test_a_reload_frees_the_old_mirror_first_and_freezes_no_garbage(fresh_mirror, t0, monkeypatch):
+    grain_store_batch(items=[{"content": c} for c in FACTS], now=t0)
+    old = weakref.ref(mirrors.current())
+    load, seen = mirrors._load, []
+
+    def watched(changes):
+        seen.append(old() is None)
+        return load(changes)
+
+    class Cycle:
+        pass
+
+    monkeypatch.setattr(mirrors, "_load", watched)
+    monkeypatch.setattr(mirror_module, "RELOAD_AFTER", 1)  # the next changes are more than it follows
+    grain_store(content="Dee: the shed door sticks.", now=t0)
+    garbage = Cycle()
+    garbage.me, lost = garbage, weakref.ref(garbage)
+    del garbage
+    gc.disable()  # nothing collects it but the load
+    try:
+        mirrors.current()
+    finally:
+        gc.enable()
+    assert seen == [True], "the old mirror is gone before the new one is built"
+    assert lost() is None, "a cycle that was garbage at the load is not frozen with the mirror"
 
 
 def test_graph_mirror_off_reads_the_database(fresh_mirror, flux_settings, t0):
