@@ -103,7 +103,8 @@ def propagate(
     relaying grains. A contribution is ``signal * weight * attenuation *
     relay(status) * hub_damping`` and is dropped below ``threshold`` (the
     loader is told, per grain, the conduit weight under which that happens,
-    and may leave those conduits out: most of them, in a large graph). Each
+    and may leave those conduits out: most of them, in a large graph; and
+    the grains that relayed on an earlier hop, whose conduits back it may skip). Each
     grain remembers the path of its single strongest contribution. Weak links
     (``conduit_id < 0``, e.g. to cluster hubs) pass signal to their target
     but do not make it relay: they reach a grain, not a neighbourhood.
