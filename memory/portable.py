@@ -26,6 +26,7 @@ from django.db.models import Model, QuerySet
 
 from core.backup import database_backup, default_backup_path
 from core.errors import InvalidInput
+from core.vendor_sql import statistics_refresh
 
 FORMAT = "flux-memory-jsonl"
 MODELS = ["grains.caller", "grains.source", "grains.grain", "grains.confidenceevent", "grains.tombstone",
@@ -114,6 +115,7 @@ def memory_import(path: Path, *, progress: Callable[[int], None] = lambda n: Non
                 if count % CHUNK == 0:
                     progress(CHUNK)
             _reset_sequences()
+        statistics_refresh()
         progress(count % CHUNK)
     return count
 

@@ -29,6 +29,7 @@ from core.booth import get_booth
 from core.conf import flux_setting as S
 from core.env import postgres_url
 from core.net import free_port, wait_for_http
+from core.vendor_sql import statistics_refresh
 from graph.search import Fts5Search, entry_search
 from graph.selectors import RETRIEVABLE
 from graph.semantic import semantic_enabled
@@ -230,9 +231,7 @@ def settled() -> ClusterResult:
     build of a minute outruns it: at 5,000 grains a search took the status index, estimated at 21 grains, and
     read every grain)."""
     clusters = cluster_rebuild()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    statistics_refresh()
     return clusters
 
 
