@@ -54,9 +54,9 @@ def test_a_write_reads_wait_for_and_that_waits_on_nothing_runs_ahead_of_the_queu
     import threading
 
     ran: list[str] = []
-    busy = threading.Event()
-    booth.write(busy.wait)  # the writer is held: what follows queues up
-    time.sleep(0.05)
+    busy, holding = threading.Event(), threading.Event()
+    booth.write(lambda: (holding.set(), busy.wait()))  # the writer is held: what follows queues up
+    assert holding.wait(5)
     queued = [booth.record(lambda i=i: ran.append(f"record {i}")) for i in range(3)]
     queued += [booth.record_after(lambda items: [ran.append(item) for item in items], "trace")]
     reserved = booth.ahead(lambda: ran.append("ahead"))

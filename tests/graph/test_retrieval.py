@@ -348,7 +348,9 @@ def test_retrievals_wait_for_the_writer_once_too_many_of_their_traces_are_unwrit
     try:
         ask()  # the caller's row made and trace ids reserved, with the writer free
         traces_written()
-        booth.write(held.wait)  # now the writer is held: traces queue behind it
+        holding = threading.Event()
+        booth.write(lambda: (holding.set(), held.wait()))  # the writer is held: traces queue behind it
+        assert holding.wait(10)  # taken up by the writer before any trace is queued (a trace would go ahead of it)
         for _ in range(3):  # up to two unwritten, a retrieval goes on
             ask()
         late = threading.Thread(target=ask)
