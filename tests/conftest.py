@@ -54,3 +54,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=left)
         gone = {id(item) for item in left}
         items[:] = [item for item in items if id(item) not in gone]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and on PostgreSQL, before it drops the test database, the sessions this process still
+    holds on it ended: the booth's threads and the service's other workers keep one each for the life of the
+    process, and the threads of booths that tests closed leave theirs until they are collected. Dropping the
+    database under them failed ("being accessed by other users"), a warning at the end of every run."""
+    yield
+    if ON_POSTGRES:
+        from django.db import connection
+
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
