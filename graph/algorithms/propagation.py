@@ -129,20 +129,29 @@ def propagate(
         edges = neighbours(frontier.keys(), floor)
         deltas: dict[int, float] = {}
         relaying: dict[int, float] = {}
+        threshold, back = params.threshold, relayed if hop > 1 else ()
         for source in frontier:
             found = edges.get(source)
             if not found or not found.edges:
                 continue
             base = passing[source] * _damping(params.hub_degree, found.degree)
-            for edge in found.edges:
-                delta = base * edge.weight
-                if delta < params.threshold or edge.target == source or (hop > 1 and edge.target in relayed):
+            came = acts[source]
+            # The loop every edge a retrieval follows runs: the edge unpacked, the path recorded inline.
+            for target, weight, conduit_id, target_status in found.edges:
+                delta = base * weight
+                if delta < threshold or target == source or target in back:
                     continue
-                deltas[edge.target] = deltas.get(edge.target, 0.0) + delta
-                if edge.conduit_id > 0:
-                    relaying[edge.target] = relaying.get(edge.target, 0.0) + delta
-                status.setdefault(edge.target, edge.target_status)
-                _record_path(acts, acts[source], edge, delta, hop)
+                deltas[target] = deltas.get(target, 0.0) + delta
+                if conduit_id > 0:
+                    relaying[target] = relaying.get(target, 0.0) + delta
+                status.setdefault(target, target_status)
+                current = acts.get(target)  # its strongest contribution so far, and the path it came by
+                if current is None:
+                    acts[target] = Activation(target, 0.0, 0.0, delta, hop, came.path + (target,),
+                                              came.conduits + (conduit_id,))
+                elif delta > current.best and target not in came.path:
+                    current.best, current.hops = delta, hop
+                    current.path, current.conduits = came.path + (target,), came.conduits + (conduit_id,)
         frontier = dict(heapq.nlargest(params.max_frontier, relaying.items(), key=lambda kv: kv[1]))
         relayed.update(frontier)
         for gid, delta in deltas.items():
@@ -155,17 +164,6 @@ FLOOR_MARGIN = 1 - 1e-9  # the floor told to loaders sits a hair under the exact
 
 def _damping(hub_degree: int, degree: int) -> float:
     return min(1.0, math.sqrt(hub_degree / degree)) if degree else 1.0
-
-
-def _record_path(acts: dict[int, Activation], source: Activation, edge: Edge, delta: float, hop: int) -> None:
-    current = acts.get(edge.target)
-    if current is None:
-        acts[edge.target] = Activation(
-            edge.target, 0.0, 0.0, delta, hop, source.path + (edge.target,), source.conduits + (edge.conduit_id,)
-        )
-    elif delta > current.best and edge.target not in source.path:
-        current.best, current.hops = delta, hop
-        current.path, current.conduits = source.path + (edge.target,), source.conduits + (edge.conduit_id,)
 
 
 @dataclass(slots=True)  # not frozen: one is made for every grain a retrieval reaches, three times faster so
