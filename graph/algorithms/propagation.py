@@ -124,12 +124,13 @@ def propagate(
             break
         passing = {g: s * params.attenuation * params.relay.get(status.get(g, "active"), 0.0)
                    for g, s in frontier.items()}
+        back = relayed if hop > 1 else ()  # the grains no signal goes back to: those that relayed on an earlier hop
         floor = WeightFloor({g: params.threshold / p * FLOOR_MARGIN if p > 0 else math.inf
-                             for g, p in passing.items()}, params.hub_degree, relayed if hop > 1 else frozenset())
+                             for g, p in passing.items()}, params.hub_degree, back)
         edges = neighbours(frontier.keys(), floor)
         deltas: dict[int, float] = {}
         relaying: dict[int, float] = {}
-        threshold, back = params.threshold, relayed if hop > 1 else ()
+        threshold = params.threshold
         for source in frontier:
             found = edges.get(source)
             if not found or not found.edges:
