@@ -1,4 +1,5 @@
-"""A transaction held open on another connection: PostgreSQL's writers commit out of the order of their ids."""
+"""Writers held in tests: a transaction held open on another connection (PostgreSQL's writers commit out of the
+order of their ids), and a booth's writer held busy."""
 from __future__ import annotations
 
 import threading
@@ -7,6 +8,8 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from django.db import connection, transaction
+
+from core.booth import Booth
 
 T = TypeVar("T")
 
@@ -35,3 +38,11 @@ def held_open(write: Callable[[], T]) -> Iterator[T]:
     finally:
         release.set()
         thread.join(10)
+
+
+def writer_held(booth: Booth, release: threading.Event, timeout: float = 10) -> None:
+    """Hold ``booth``'s writer with a write that waits for ``release``, and return once the writer has taken it
+    up: what is queued after waits behind it (bookkeeping queued before would still go ahead of it)."""
+    holding = threading.Event()
+    booth.write(lambda: (holding.set(), release.wait()))
+    assert holding.wait(timeout), "the writer did not take up the holding write"

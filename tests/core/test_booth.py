@@ -8,6 +8,7 @@ import pytest
 from django.db import IntegrityError
 
 from core.booth import LINGER_S, Booth
+from tests.transactions import writer_held
 
 
 @pytest.fixture
@@ -54,9 +55,8 @@ def test_a_write_reads_wait_for_and_that_waits_on_nothing_runs_ahead_of_the_queu
     import threading
 
     ran: list[str] = []
-    busy, holding = threading.Event(), threading.Event()
-    booth.write(lambda: (holding.set(), busy.wait()))  # the writer is held: what follows queues up
-    assert holding.wait(5)
+    busy = threading.Event()
+    writer_held(booth, busy, timeout=5)  # what follows queues up
     queued = [booth.record(lambda i=i: ran.append(f"record {i}")) for i in range(3)]
     queued += [booth.record_after(lambda items: [ran.append(item) for item in items], "trace")]
     reserved = booth.ahead(lambda: ran.append("ahead"))

@@ -14,6 +14,7 @@ from graph.models import Conduit, Feedback, Trace, TraceItem
 from graph.policy import grain_weight_now
 from graph.services import cluster_rebuild, decay_sweep, feedback_record, grain_retrieve
 from memory.store import grain_store
+from tests.transactions import writer_held
 
 pytestmark = pytest.mark.django_db
 
@@ -348,9 +349,7 @@ def test_retrievals_wait_for_the_writer_once_too_many_of_their_traces_are_unwrit
     try:
         ask()  # the caller's row made and trace ids reserved, with the writer free
         traces_written()
-        holding = threading.Event()
-        booth.write(lambda: (holding.set(), held.wait()))  # the writer is held: traces queue behind it
-        assert holding.wait(10)  # taken up by the writer before any trace is queued (a trace would go ahead of it)
+        writer_held(booth, held)  # traces queue behind it
         for _ in range(3):  # up to two unwritten, a retrieval goes on
             ask()
         late = threading.Thread(target=ask)
