@@ -59,11 +59,11 @@ def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
 
 
 def services(instance: Instance, *, broadcast: bool = False) -> list[Service]:
-    """What `flux start` runs for an instance: the REST API (WEB_WORKERS processes under daphne, sharing its
-    port) and the dashboard under daphne, TASK_WORKERS Celery workers, the first with beat embedded (periodic
-    maintenance; one beat of the instance sends, fluxsite/beat.py), and the MCP server over streamable HTTP (a
-    client of REST). With ``broadcast`` only the dashboard listens on every interface; the REST API stays where
-    REST_HOST says, the MCP server where MCP_HOST says."""
+    """What `flux start` runs for an instance: the REST API (WEB_WORKERS processes under uvicorn, sharing its
+    port) and the dashboard under daphne (fluxsite/serve.py), TASK_WORKERS Celery workers, the first with beat
+    embedded (periodic maintenance; one beat of the instance sends, fluxsite/beat.py), and the MCP server over
+    streamable HTTP (a client of REST). With ``broadcast`` only the dashboard listens on every interface; the
+    REST API stays where REST_HOST says, the MCP server where MCP_HOST says."""
     web, workers = process_counts(instance)
     dashboard_host = BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST"))
     rest = [python(), "-m", "fluxsite.serve", "-b", str(instance.setting("REST_HOST")), "-p",

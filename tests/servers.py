@@ -68,10 +68,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def flux_server(data_dir: Path, port: int | None = None, *, log_name: str = "daphne.log",
+def flux_server(data_dir: Path, port: int | None = None, *, log_name: str = "rest.log",
                 **env: str) -> Iterator[tuple[str, Path]]:
-    """The real service under daphne on a loopback port (a free one unless given); yields (base URL, log file)."""
-    with _daphne(data_dir, "fluxsite.asgi:application", "/health", log_name, env, port) as served:
+    """The real REST service (uvicorn, as `flux start` runs it) on a loopback port (a free one unless given);
+    yields (base URL, log file)."""
+    with _listener(data_dir, "fluxsite.asgi:application", "/health", log_name, env, port) as served:
         yield served
 
 
@@ -79,12 +80,12 @@ def flux_server(data_dir: Path, port: int | None = None, *, log_name: str = "dap
 def dashboard_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
     """The dashboard listener under its own daphne on a free loopback port, on the same data folder as a
     flux_server; yields (base URL, log file)."""
-    with _daphne(data_dir, "fluxsite.dashboard_asgi:application", "/", "dashboard.log", env) as served:
+    with _listener(data_dir, "fluxsite.dashboard_asgi:application", "/", "dashboard.log", env) as served:
         yield served
 
 
 @contextmanager
-def _daphne(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str],
+def _listener(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str],
             port: int | None = None) -> Iterator[tuple[str, Path]]:
     import sys
 

@@ -1,4 +1,4 @@
-"""8 clients storing, retrieving and rating at once against the real server under daphne."""
+"""8 clients storing, retrieving and rating at once against the real server."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Security findings, each reproduced against the service as it runs (real daphne on free loopback ports) or
+"""Security findings, each reproduced against the service as it runs (real servers on free loopback ports) or
 through the services, and shown closed: a forged admin link, an open LAN window, a stalled writer, a silent
 un-purge, chosen identities, cross-site writes, private files, purges that leave traces, cookies, one-time links,
 oversized bodies, credentials in messages."""
@@ -338,19 +338,44 @@ def test_a_link_logs_in_once_even_when_used_many_times_at_once(rest):
 
 # --- 10. oversized bodies, credentials in messages, checks before the LLM -----------------------------------------
 
-def test_a_10_mb_body_is_refused_with_413_before_it_is_read(rest):
-    where = urlsplit(rest[0])
+def _raw(base: str, request: bytes) -> tuple[bytes, bytes]:
+    """Send ``request`` as it is on a new connection; the answer's head and body, read until the server closes
+    the connection (a reset when it closes with some of the request unread)."""
+    where = urlsplit(base)
+    answer = b""
     with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
-        conn.sendall(b"POST /store/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 10485760\r\n\r\n" + b"[" * 1024)
-        answer = b""
-        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
-            chunk = conn.recv(65536)  # answered after 1 KiB of the 10 MiB: the rest is never sent
-            if not chunk:
-                break
-            answer += chunk
+        conn.sendall(request)
+        try:
+            while chunk := conn.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
     head, _, body = answer.partition(b"\r\n\r\n")
+    return head, body
+
+
+POST_BATCH = b"POST /store/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
+
+def test_a_10_mb_body_is_refused_with_413_before_it_is_read(rest):
+    # Answered, and the connection closed, after 1 KiB of the 10 MiB: the rest is never sent.
+    head, body = _raw(rest[0], POST_BATCH + b"Content-Length: 10485760\r\n\r\n" + b"[" * 1024)
     assert head.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == "too_large"
+
+
+def test_a_chunked_body_is_refused_with_413_once_it_passes_the_limit(rest):
+    limit = 4 * 1024 * 1024  # MAX_REQUEST_BYTES
+    chunks = b"%x\r\n%s\r\n" % (65536, b"[" * 65536) * (limit // 65536 + 1)  # no last chunk: never ends
+    head, body = _raw(rest[0], POST_BATCH + b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
+    assert head.startswith(b"HTTP/1.1 413") and b"connection: close" in head.lower()
+    assert json.loads(body)["error"]["details"] == {"limit": limit}
+    assert call(f"{rest[0]}/health")[0] == 200  # and the service goes on
+
+
+def test_a_request_head_still_unfinished_past_16_kib_is_refused_with_400(rest):
+    # A header that goes on and on: the server stops buffering it, answers, and closes the connection.
+    head, _ = _raw(rest[0], b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 17_000)
+    assert head.startswith(b"HTTP/1.1 400")
 
 
 def test_llm_credentials_never_appear_in_an_error(db, flux_settings):

@@ -1,6 +1,6 @@
 """End to end: an MCP client launches `manage.py flux_mcp` over stdio, which calls the real service.
 
-The service runs under daphne on its own instance folder; the bridge gets a
+The service runs as `flux start` runs it, on its own instance folder; the bridge gets a
 different FLUX_DATA_DIR, so it could not reach the service's database even if
 it tried, and the tests check it never created one of its own.
 """

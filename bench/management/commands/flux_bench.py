@@ -414,9 +414,9 @@ def _get(url: str) -> None:
 def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "/health",
             env: dict[str, str] | None = None, processes: int = 1,
             pids: list[int] | None = None) -> Iterator[str]:
-    """daphne (the REST service, or ``app``) on the benchmark's database, on a free loopback port, with ``env``
-    added to its environment; ``processes`` of them share the port (as WEB_WORKERS does); yields its base URL
-    (and puts their process ids in ``pids``)."""
+    """The REST service (or ``app``) as `flux start` runs it (fluxsite/serve.py) on the benchmark's database, on
+    a free loopback port, with ``env`` added to its environment; ``processes`` of them share the port (as
+    WEB_WORKERS does); yields its base URL (and puts their process ids in ``pids``)."""
     port = free_port()
     env = {**os.environ, "FLUX_DATA_DIR": str(folder), "FEEDBACK_ENFORCEMENT_ENABLED": "false", **(env or {})}
     if connection.vendor == "postgresql":  # the benchmark's temporary database, on the server of DATABASE_URL
@@ -449,7 +449,7 @@ def serving(folder: Path, app: str = "fluxsite.asgi:application", ready: str = "
 
 
 def http_latencies(queries: list[str], folder: Path) -> tuple[list[float], float | None]:
-    """Time POST /retrieve against daphne on the benchmark's database, one client on one keep-alive connection
+    """Time POST /retrieve against the REST service on the benchmark's database, one client on one keep-alive connection
     (as the SDK's), pausing PAUSE_S between requests (the service writes the last trace meanwhile, as between an
     agent's turns); also the service's resident memory (MB) afterwards."""
     import http.client
