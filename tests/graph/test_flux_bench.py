@@ -25,10 +25,13 @@ def test_the_benchmark_measures_store_and_retrieval_in_process_and_over_http(tmp
     assert result["grains"] == 200 and result["store_batch_grains_per_s"] > 0
     assert result["store_batch_last_from"] == 190 and result["store_batch_last_grains_per_s"] > 0  # its last 5%
     for figure in ("fts5_floor_ms", "entry_search_ms", "retrieve_inprocess_ms", "retrieve_inprocess_trace_inline_ms",
-                   "retrieve_http_ms", "entry_search_in_turn_ms", "retrieve_inprocess_in_turn_ms"):
+                   "retrieve_http_ms", "entry_search_in_turn_ms", "retrieve_inprocess_in_turn_ms",
+                   "retrieve_inprocess_paced_ms"):
         assert 0 < result[figure]["p50"] <= result[figure]["p99"] <= result[figure]["max"], figure
     in_turn = result["retrieve_inprocess_in_turn_ms"]["p50"] / result["entry_search_in_turn_ms"]["p50"]
     assert result["retrieve_inprocess_to_entry_search_in_turn"]["p50"] == round(in_turn, 2)
+    added = result["retrieve_http_ms"]["p50"] - result["retrieve_inprocess_paced_ms"]["p50"]
+    assert result["http_adds_ms"]["p50"] == round(added, 3)
     assert result["web_rss_mb"] > 20 and result["bench_rss_mb"] > 20
 
 
