@@ -114,14 +114,20 @@ REST_LOGGING = {
 }
 
 
-def _listener(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port) with SO_REUSEPORT, listening, open for the life of the process."""
+def _listener(host: str, port: int) -> socket.socket | None:
+    """A socket bound to (host, port) with SO_REUSEPORT, listening, open for the life of the process; None, and
+    why on stderr, when it cannot be had."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    listener.bind((host, port))
-    listener.listen(1024)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        listener.bind((host, port))
+        listener.listen(1024)
+    except OSError as exc:
+        listener.close()
+        print(f"flux: cannot listen with a shared port: {exc}", file=sys.stderr)
+        return None
     _LISTENERS.append(listener)
     return listener
 
@@ -142,10 +148,8 @@ def _rest(argv: list[str]) -> int:
     parser.add_argument("--reuse-port", action="store_true", help="share the port with other REST processes")
     parser.add_argument("app", choices=[REST_APP])
     args = parser.parse_args(argv)
-    try:
-        sockets = [_listener(args.bind, args.port)] if args.reuse_port else None
-    except OSError as exc:
-        print(f"flux: cannot listen with a shared port: {exc}", file=sys.stderr)
+    listener = _listener(args.bind, args.port) if args.reuse_port else None
+    if args.reuse_port and listener is None:
         return 2
     # No lifespan (Django's handler has none), no websockets (the dashboard has them), no proxy headers: the
     # client's address is the socket's, as the gate and the rate limits read it. Idle keep-alive connections are
@@ -153,7 +157,7 @@ def _rest(argv: list[str]) -> int:
     config = uvicorn.Config(BodyLimit(import_from_string(args.app)), host=args.bind, port=args.port, http="h11",
                             loop="asyncio", ws="none", lifespan="off", proxy_headers=False, server_header=False,
                             timeout_keep_alive=60, timeout_graceful_shutdown=10, log_config=REST_LOGGING)
-    uvicorn.Server(config).run(sockets=sockets)
+    uvicorn.Server(config).run(sockets=[listener] if listener else None)
     return 0
 
 
@@ -205,10 +209,8 @@ def _dashboard(argv: list[str]) -> int:
         argv = list(argv)
         argv.remove("--reuse-port")
         host, port = argv[argv.index("-b") + 1], int(argv[argv.index("-p") + 1])
-        try:
-            listener = _listener(host, port)
-        except OSError as exc:
-            print(f"flux: cannot listen with a shared port: {exc}", file=sys.stderr)
+        listener = _listener(host, port)
+        if listener is None:
             return 2
         for flag in ("-b", "-p"):
             at = argv.index(flag)

@@ -86,7 +86,7 @@ def dashboard_server(data_dir: Path, **env: str) -> Iterator[tuple[str, Path]]:
 
 @contextmanager
 def _listener(data_dir: Path, app: str, ready: str, log_name: str, env: dict[str, str],
-            port: int | None = None) -> Iterator[tuple[str, Path]]:
+              port: int | None = None) -> Iterator[tuple[str, Path]]:
     import sys
 
     environ = {**os.environ, "FLUX_DATA_DIR": str(data_dir), **env}

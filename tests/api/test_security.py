@@ -22,6 +22,7 @@ from django.core import signing
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from core.defaults import DEFAULTS
 from tests.servers import dashboard_server, fake_ollama, flux_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -364,7 +365,7 @@ def test_a_10_mb_body_is_refused_with_413_before_it_is_read(rest):
 
 
 def test_a_chunked_body_is_refused_with_413_once_it_passes_the_limit(rest):
-    limit = 4 * 1024 * 1024  # MAX_REQUEST_BYTES
+    limit = DEFAULTS["MAX_REQUEST_BYTES"]  # the service runs with it
     chunks = b"%x\r\n%s\r\n" % (65536, b"[" * 65536) * (limit // 65536 + 1)  # no last chunk: never ends
     head, body = _raw(rest[0], POST_BATCH + b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
     assert head.startswith(b"HTTP/1.1 413") and b"connection: close" in head.lower()
