@@ -61,15 +61,17 @@ def request_caller(request: Request) -> tuple[str, str]:
     With API keys on, the client is the one the request's key is bound to (a client named in a header is
     ignored) and only the role comes from the headers. The service's own identities (``flux-*``) are refused.
     """
-    client, role = refuse_reserved(_header_caller(request))
     keyed = getattr(request, "flux_client", None)
+    client, role = refuse_reserved(_header_caller(request, keyed))
     return (keyed, role) if keyed else (client, role)
 
 
-def _header_caller(request: Request) -> tuple[str, str]:
+def _header_caller(request: Request, keyed: str | None) -> tuple[str, str]:
     client = request.headers.get("X-Flux-Client")
     role = request.headers.get("X-Flux-Role")
     legacy = request.headers.get("X-Caller-Id")
+    if keyed and role is not None and client is None:
+        client = keyed  # the key names the client: X-Flux-Role alone is enough
     try:
         if client is not None or role is not None:
             if not client or not role:

@@ -1,6 +1,8 @@
 """The project's errors. Every interface maps them in one place, to the same codes."""
 from __future__ import annotations
 
+MAX_MESSAGE_CHARS = 1000
+
 
 class FluxError(Exception):
     """Base error: a machine-readable ``code``, a message that says how to fix it, details."""
@@ -10,6 +12,8 @@ class FluxError(Exception):
     http_status: int | None = None  # the HTTP status it arrived with, when a client of the REST API received it
 
     def __init__(self, message: str, *, details: dict | None = None, code: str | None = None) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # one quoting what a caller sent stays readable, whatever was sent
+            message = message[:MAX_MESSAGE_CHARS - 1] + "…"
         super().__init__(message)
         self.message = message
         self.details = details or {}
@@ -33,6 +37,14 @@ class NotFound(FluxError):
 class Conflict(FluxError):
     code = "conflict"
     status = 409
+
+
+class ClusteringRunning(Conflict):
+    code = "clustering_running"
+
+
+class DreamRunning(Conflict):
+    code = "dream_running"
 
 
 class Tombstoned(Conflict):
@@ -61,6 +73,18 @@ class Forbidden(FluxError):
 
     code = "forbidden"
     status = 403
+
+
+class NotYourTrace(Forbidden):
+    """Feedback on another client's retrieval."""
+
+    code = "not_your_trace"
+
+
+class ReservedIdentity(Forbidden):
+    """A caller from outside naming itself as one of the service's own (``flux-*``)."""
+
+    code = "reserved_identity"
 
 
 class Unauthorized(FluxError):

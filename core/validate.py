@@ -43,9 +43,22 @@ def int_query(raw: str | None, name: str, default: int | None, *, low: int | Non
     return value
 
 
+def unicode_text(value: str, field: str) -> str:
+    """``value``, unless it holds half of a UTF-16 surrogate pair alone (JSON's "\\ud800" decodes to one): no
+    text can be stored or hashed with it. InvalidInput naming ``field`` then."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"'{field}' holds an unpaired surrogate (U+{ord(value[exc.start]):04X} at character {exc.start}), which is "
+            "not text; send valid Unicode (in JSON a character above U+FFFF is a pair of escapes, never one alone)",
+            details={"field": field}) from None
+    return value
+
+
 def iso_datetime(value: object, field: str) -> datetime:
-    """An aware date-time from an ISO 8601 string (or a datetime); UTC when it names no zone; else
-    InvalidInput naming ``field``."""
+    """An aware date-time from an ISO 8601 string (or a datetime) that is within the years 1-9999 in UTC too; UTC
+    when it names no zone; else InvalidInput naming ``field``."""
     parsed = value if isinstance(value, datetime) else None
     if isinstance(value, str):
         try:
@@ -54,4 +67,10 @@ def iso_datetime(value: object, field: str) -> datetime:
             parsed = None
     if parsed is None:
         raise InvalidInput(f"'{field}' {value!r} is not an ISO 8601 date-time", details={"field": field})
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)  # stored in UTC: 9999-12-31T23:00-02:00 is past the last day there is
+    except OverflowError:
+        raise InvalidInput(f"'{field}' {value!r} is outside the years 1 to 9999 once in UTC",
+                           details={"field": field}) from None
+    return parsed

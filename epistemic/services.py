@@ -15,13 +15,14 @@ from django.utils import timezone
 
 from core.conf import flux_setting as S
 from core.errors import Conflict, InvalidInput, NotFound
-from core.validate import require_id
+from core.validate import require_id, unicode_text
 from epistemic.rules import Relation, relation_between
 from grains.activity import activity_record
 from grains.callers import caller_acting
 from grains.confidence import contradiction_loser
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, Grain, Status
+from grains.selectors import superseded_through
 from graph.models import RELATION_KINDS, Conduit, ConduitKind
 from graph.selectors import grain_texts_at
 from graph.services.conduits import conduit_relate
@@ -33,9 +34,10 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
 
     Runs inside the caller's transaction. Returns the conduit and whether it is new.
     """
-    if kind == ConduitKind.SUPERSEDES and source.superseded_by == target.pk:
-        raise Conflict(f"grain {target.pk} already supersedes grain {source.pk}; a grain cannot supersede its "
-                       "successor", details={"source_id": source.pk, "target_id": target.pk})
+    if kind == ConduitKind.SUPERSEDES and target.pk in superseded_through(source):
+        raise Conflict(f"grain {target.pk} already supersedes grain {source.pk}, directly or through its successors; "
+                       "a grain cannot supersede its successor (the chain would loop)",
+                       details={"source_id": source.pk, "target_id": target.pk})
     conduit, created = conduit_relate(source.pk, target.pk, kind=kind, asserted_by=asserted_by, note=note, now=now)
     if not created:
         return conduit, False
@@ -150,6 +152,7 @@ def relation_assert(*, source_id: int, target_id: int, kind: str, note: str = ""
                            details={"field": "target_id"})
     if not isinstance(note, str) or len(note) > 200:
         raise InvalidInput("'note' must be a string of at most 200 characters", details={"field": "note"})
+    unicode_text(note, "note")
     now = now or timezone.now()
     with transaction.atomic():
         grains = Grain.objects.in_bulk([source_id, target_id])

@@ -6,8 +6,9 @@ headers are still unfinished past 16 KiB): it answers a retrieval about 0.6 ms s
 through Channels. Each gets here what its server lacks:
 
 - Bodies over MAX_REQUEST_BYTES are answered 413 (JSON, the project's error contract) as soon as their length
-  is known, and the connection closed: the body is never read in full (daphne itself would buffer all of it
-  before calling the application; uvicorn hands it over as it comes, so there the check wraps the application).
+  is known, and the connection closed: the application never reads them in full (daphne itself would buffer all
+  of it before calling the application; uvicorn hands it over as it comes, so there the check wraps the
+  application, and drops the rest of the body, within bounds, before closing, so that the client reads the 413).
 - The access log keeps no secrets: query strings (dashboard searches, the viewing token) and the token of an
   admin login link are cut from every line.
 - The REST API refuses to listen beyond loopback unless API keys are configured.
@@ -19,6 +20,7 @@ For the dashboard everything else is daphne's command line, unchanged; the REST 
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -52,9 +54,12 @@ def too_large(length: int) -> bytes:
 
 
 class BodyLimit:
-    """ASGI: a request whose declared length, or whose body so far, is over MAX_REQUEST_BYTES is answered 413
-    and its connection closed; the application sees a client that went away (Django's handler then answers
-    nothing) and nothing it sends after is passed on."""
+    """ASGI: a request whose declared length, or whose body so far, is over MAX_REQUEST_BYTES is answered 413 at
+    once, and its connection closed once the rest of the body is read and dropped (at most DRAIN_FACTOR times
+    the limit in all, for at most DRAIN_SECONDS): a client that sends its whole body before it reads (most
+    HTTP libraries) then reads the 413, where a close with the body unread would reset the connection under it.
+    Past those bounds the connection is closed with the rest unread. The application sees a client that went
+    away (Django's handler then answers nothing) and nothing it sends after is passed on."""
 
     def __init__(self, app: Callable[[Message, Receive, Send], Awaitable[None]]) -> None:
         self.app = app
@@ -67,14 +72,18 @@ class BodyLimit:
         declared = next((value for name, value in scope["headers"] if name == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await self._refuse(send, int(declared))
+            await self._drain(receive, send, 0, int(declared) <= limit * DRAIN_FACTOR, limit)
             return
-        received, refused = 0, False
+        received, refused, ended = 0, False, False
 
         async def counted() -> Message:
-            nonlocal received, refused
+            nonlocal received, refused, ended
+            if refused:  # the rest of the body is for _drain
+                return {"type": "http.disconnect"}
             message = await receive()
-            if message["type"] == "http.request" and not refused:
+            if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                ended = not message.get("more_body", False)
                 if received > limit:
                     refused = True
                     await self._refuse(send, received)
@@ -85,14 +94,35 @@ class BodyLimit:
                 await send(message)
 
         await self.app(scope, counted, passed)
+        if refused:
+            await self._drain(receive, send, received, not ended, limit)
 
     @staticmethod
     async def _refuse(send: Send, length: int) -> None:
+        """The 413's head and body; the answer is ended by ``_drain``."""
         body = too_large(length)
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
                                 (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    @staticmethod
+    async def _drain(receive: Receive, send: Send, received: int, more: bool, limit: int) -> None:
+        """Read and drop the rest of a refused body (``more``: some is left) within the bounds, then end the
+        answer; the server closes the connection."""
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                while more and received <= limit * DRAIN_FACTOR:
+                    message = await receive()
+                    received += len(message.get("body", b""))
+                    more = message["type"] == "http.request" and message.get("more_body", False)
+        except TimeoutError:
+            pass
+        await send({"type": "http.response.body", "body": b""})
+
+
+DRAIN_FACTOR = 4  # a refused body is read and dropped up to this many times MAX_REQUEST_BYTES in all
+DRAIN_SECONDS = 2.0  # and for at most this long
 
 
 # The REST API's logs: the access log on stdout, the server's own lines on stderr, each line redacted.

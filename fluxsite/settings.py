@@ -126,7 +126,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JsonParser"],  # DRF's, deep nesting refused as invalid JSON
     "EXCEPTION_HANDLER": "api.rest.exception_handler",
     # ?format= is ours (GET /grains/<id>?format=dossier), not a renderer switch.
     "URL_FORMAT_OVERRIDE": None,

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from core.booth import inline
 from core.bulk import bulk_fetch
-from core.errors import CallerBlocked, Forbidden, InvalidInput
+from core.errors import CallerBlocked, InvalidInput, ReservedIdentity
 from grains.models import Caller, Role
 
 ANONYMOUS = ("anonymous", Role.UNKNOWN.value)
@@ -48,9 +48,9 @@ def parse_caller(caller: str | None = None, *, client: str | None = None, role: 
 def refuse_reserved(identity: tuple[str, str]) -> tuple[str, str]:
     """``identity`` unless it is one of the service's own (``flux-*``): those are refused from outside."""
     if identity[0].lower().startswith(RESERVED_PREFIX):
-        raise Forbidden(f"client names starting with {RESERVED_PREFIX!r} are reserved for Flux Memory's own "
-                        f"processes; call as another client (e.g. 'codex')",
-                        details={"field": "client", "client": identity[0]}, code="reserved_identity")
+        raise ReservedIdentity(f"client names starting with {RESERVED_PREFIX!r} are reserved for Flux Memory's own "
+                               f"processes; call as another client (e.g. 'codex')",
+                               details={"field": "client", "client": identity[0]})
     return identity
 
 

@@ -65,3 +65,14 @@ def successors_resolve(ids: Iterable[int]) -> dict[int, int | None]:
                 pending[start] = nxt
     final.update({start: None for start in pending})
     return final
+
+
+def superseded_through(grain: Grain) -> set[int]:
+    """The grains ``grain`` is superseded by, directly or along its chain of successors (live grains; at most
+    MAX_CHAIN steps): none of them may be superseded by it, or the chain would loop. A query a step."""
+    found: set[int] = set()
+    link = grain.superseded_by
+    while link is not None and link not in found and len(found) < MAX_CHAIN:
+        found.add(link)
+        link = Grain.objects.filter(pk=link).values_list("superseded_by", flat=True).first()
+    return found

@@ -12,7 +12,7 @@ from django.db import connection
 from core.bulk import bulk_fetch, bulk_insert, marks
 from core.conf import flux_setting as S
 from core.errors import InvalidInput, Tombstoned
-from core.validate import iso_datetime
+from core.validate import iso_datetime, unicode_text
 from grains.activity import activity_record
 from grains.audit import audit_record
 from grains.content import content_hash, normalise
@@ -60,7 +60,7 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
     content = raw.get("content")
     if not isinstance(content, str):
         raise _bad(f"'content' must be a string, got {type(content).__name__}", "content", index)
-    content = normalise(content)
+    content = normalise(_text(content, "content", index))
     if not content:
         raise _bad("'content' is empty; give the fact to remember as text", "content", index)
     limit = S("MAX_CONTENT_CHARS")
@@ -73,11 +73,19 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
     context = raw.get("context", "") or ""
     if not isinstance(context, str) or len(context) > 200:
         raise _bad("'context' must be a string of at most 200 characters", "context", index)
+    context = _text(context, "context", index)
     restore = raw.get("restore", False)
     if not isinstance(restore, bool):
         raise _bad("'restore' must be true or false", "restore", index)
     return StoreItem(content, provenance, context.strip(), _when(raw.get("occurred_at"), index), restore,
                      content_hash(content))
+
+
+def _text(value: str, field: str, index: int | None) -> str:
+    try:
+        return unicode_text(value, field)
+    except InvalidInput as exc:
+        raise _bad(exc.message, field, index) from None
 
 
 def _when(value: object, index: int | None) -> datetime | None:

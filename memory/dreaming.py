@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.booth import inline
 from core.conf import flux_setting as S
-from core.errors import Conflict, LLMBadAnswer, LLMUnavailable
+from core.errors import DreamRunning, LLMBadAnswer, LLMUnavailable
 from dreams.abstraction import BadAbstraction, extractive
 from dreams.candidates import Clump
 from dreams.gate import GateResult, gate
@@ -57,9 +57,8 @@ def dream_run(*, now: datetime | None = None, abstract: Abstracter | None = None
     write = run_write or inline
     lock, taken = write(lambda: lock_take(LOCK, seconds=LOCK_SECONDS))
     if not taken:
-        raise Conflict(f"a dream run is already running (started {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC); "
-                       "wait for it to end, then run again", code="dream_running",
-                       details={"started_at": lock.acquired_at.isoformat()})
+        raise DreamRunning(f"a dream run is already running (started {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC); "
+                           "wait for it to end, then run again", details={"started_at": lock.acquired_at.isoformat()})
     try:
         cluster_rebuild_if_grown(grains=1, fraction=0.0, now=now, write=write)  # candidates come from clusters
         result = _dream_all(dream_candidates(now=now), abstract or (llm_abstraction if S("DREAM_LLM") else None),

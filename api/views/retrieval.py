@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from api.rest import booth_record, booth_write, json_object, page_params, request_caller
 from core.booth import get_booth
-from core.errors import Conflict
+from core.errors import ClusteringRunning
 from core.throttle import throttle
 from core.validate import require_bool
 from graph.selectors import cluster_list, trace_detail
@@ -65,6 +65,5 @@ class ClusterRunView(APIView):
     def post(self, request: Request) -> Response:
         result = cluster_rebuild(write=booth_write)
         if result.skipped:
-            raise Conflict("a clustering is already running; wait for it to end, then run again",
-                           code="clustering_running")
+            raise ClusteringRunning("a clustering is already running; wait for it to end, then run again")
         return Response(asdict(result))

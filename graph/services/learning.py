@@ -10,7 +10,7 @@ from django.utils import timezone
 from core import metrics
 from core.bulk import bulk_set
 from core.conf import flux_setting as S
-from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound, NotYourTrace
 from core.validate import require_bool, require_id
 from grains.activity import activity_record
 from grains.callers import caller_acting
@@ -46,8 +46,8 @@ def feedback_accept(
             raise NotFound(f"trace {trace_id} does not exist (it may have expired)", details={"trace_id": trace_id})
         who = caller_acting(caller, now=now)
         if trace.caller.client != who.client:
-            raise Forbidden(f"trace {trace_id} is another client's retrieval; rate only your own traces",
-                            details={"trace_id": trace_id}, code="not_your_trace")
+            raise NotYourTrace(f"trace {trace_id} is another client's retrieval; rate only your own traces",
+                               details={"trace_id": trace_id})
         item = TraceItem.objects.filter(trace_id=trace_id, grain_id=grain_id).first()
         if item is None:
             raise InvalidInput(

@@ -14,6 +14,7 @@ from core.booth import Booth, inline
 from core.bulk import bulk_insert_rows, bulk_set, marks
 from core.conf import flux_setting as S
 from core.errors import FeedbackOwed, InvalidInput, storage_error
+from core.validate import unicode_text
 from grains.activity import activity_record_at
 from grains.callers import caller_acting
 from grains.lifecycle import Changes
@@ -70,6 +71,7 @@ def _check(query: object, limit: object) -> tuple[str, int]:
             f"'query' has {len(query)} characters; the limit is {S('MAX_QUERY_CHARS')} (MAX_QUERY_CHARS)",
             details={"field": "query"},
         )
+    unicode_text(query, "query")
     limit = S("TOP_K") if limit is None else limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= S("MAX_TOP_K"):
         raise InvalidInput(f"'limit' must be an integer from 1 to {S('MAX_TOP_K')}, got {limit!r}",

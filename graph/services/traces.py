@@ -11,6 +11,7 @@ from django.db import DatabaseError, connection, transaction
 
 from core.conf import flux_setting as S
 from core.errors import storage_error
+from core.validate import MAX_ID
 from graph.models import Trace
 
 log = logging.getLogger("flux.traces")
@@ -142,8 +143,8 @@ def trace_arrived(trace_id: object) -> None:
     given out, its row not there yet) wait for it, at most TRACE_COMMIT_SECONDS + ARRIVAL_MARGIN_S. On a read
     worker only: the writer must never wait for another process's write."""
     trace_written(trace_id)
-    if type(trace_id) is not int or _exists(trace_id) or not _given_out(trace_id):
-        return
+    if type(trace_id) is not int or not 1 <= trace_id <= MAX_ID or _exists(trace_id) or not _given_out(trace_id):
+        return  # not an id (what asked checks it and says so), or no need to wait
     deadline = time.monotonic() + max(S("TRACE_COMMIT_SECONDS"), 0.0) + ARRIVAL_MARGIN_S
     while time.monotonic() < deadline and not _exists(trace_id):
         time.sleep(0.02)

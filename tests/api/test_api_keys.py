@@ -76,8 +76,12 @@ def test_rest_needs_a_key_and_the_key_decides_the_client(keyed):
     status, _, _ = request(f"{base}/store", {"content": "Deploys happen on Thursdays"},
                            Authorization=f"Bearer {other_key}", **{"X-Caller-Id": "agent:chat"})
     assert status == 201
+    status, _, _ = request(f"{base}/store", {"content": "Reviews are due by Friday noon"},
+                           Authorization=f"Bearer {other_key}", **{"X-Flux-Role": "memory_writer"})
+    assert status == 201  # the key names the client: the role alone is enough
     seen = callers(base, key)
     assert seen["agent:chat"]["stored"] == 1 and seen["second-agent:chat"]["stored"] == 1
+    assert seen["second-agent:memory_writer"]["stored"] == 1
     assert not any(name.startswith("mallory") for name in seen)
     assert request(f"{base}/openapi.json")[0] == 200  # the description of the API stays public
 

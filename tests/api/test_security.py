@@ -1,7 +1,8 @@
 """Security findings, each reproduced against the service as it runs (real servers on free loopback ports) or
 through the services, and shown closed: a forged admin link, an open LAN window, a stalled writer, a silent
 un-purge, chosen identities, cross-site writes, private files, purges that leave traces, cookies, one-time links,
-oversized bodies, credentials in messages."""
+oversized bodies, credentials in messages, hostile input (unpaired surrogates, dates past the calendar, ids past
+the database's integers, deep nesting, long echoes)."""
 from __future__ import annotations
 
 import http.client
@@ -358,10 +359,26 @@ def _raw(base: str, request: bytes) -> tuple[bytes, bytes]:
 POST_BATCH = b"POST /store/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 
 
-def test_a_10_mb_body_is_refused_with_413_before_it_is_read(rest):
-    # Answered, and the connection closed, after 1 KiB of the 10 MiB: the rest is never sent.
-    head, body = _raw(rest[0], POST_BATCH + b"Content-Length: 10485760\r\n\r\n" + b"[" * 1024)
+def test_a_100_mb_body_is_refused_with_413_before_it_is_read(rest):
+    # Answered, and the connection closed, after 1 KiB of the 100 MiB: past 4 times the limit none of it is read.
+    started = time.monotonic()
+    head, body = _raw(rest[0], POST_BATCH + b"Content-Length: 104857600\r\n\r\n" + b"[" * 1024)
     assert head.startswith(b"HTTP/1.1 413") and json.loads(body)["error"]["code"] == "too_large"
+    assert time.monotonic() - started < 1.5  # not held for the rest (DRAIN_SECONDS is 2)
+
+
+def test_a_client_that_sends_its_whole_body_before_reading_gets_the_413(rest):
+    # As most HTTP libraries do: the service reads and drops the rest of a body it refuses (up to 4 times the
+    # limit), so the answer is there to read rather than a reset connection.
+    where = urlsplit(rest[0])
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    try:
+        conn.request("POST", "/store", body=b'{"content": "' + b"x" * 5_000_000 + b'"}',
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 413 and json.loads(response.read())["error"]["code"] == "too_large"
+    finally:
+        conn.close()
 
 
 def test_a_chunked_body_is_refused_with_413_once_it_passes_the_limit(rest):
@@ -402,3 +419,82 @@ def test_a_blocked_client_is_refused_before_the_llm_is_asked(db, flux_settings):
         with pytest.raises(CallerBlocked):
             grain_extract(text="Noisy says many things", caller="noisy:memory_writer")
     assert received == []
+
+
+# --- 11. hostile input is a 400 naming what was wrong, and nothing is written --------------------------------
+
+def _refused(base: str, path: str, body: object, field: str, code: str = "invalid_input") -> str:
+    status, answer, _ = call(f"{base}{path}", body, headers=caller("hostile"))
+    assert status == 400, (path, status, answer)
+    assert answer["error"]["code"] == code, answer
+    if field:
+        assert answer["error"]["details"]["field"] == field, answer
+    return answer["error"]["message"]
+
+
+def _grain_count(base: str) -> int:
+    status, answer, _ = call(f"{base}/grains?limit=1000", headers=caller("hostile"))
+    assert status == 200
+    return len(answer["grains"])
+
+
+def test_an_unpaired_surrogate_is_refused_in_every_text_field(rest):
+    base, _, log = rest
+    status, stored, _ = call(f"{base}/store", {"content": "Surrogates test anchor grain"}, headers=caller("hostile"))
+    assert status == 201
+    before = _grain_count(base)
+    # JSON's "\ud800" decodes to half of a UTF-16 pair, alone: no text at all.
+    message = _refused(base, "/store", '{"content": "lone \\ud800 surrogate"}', "content")
+    assert "U+D800" in message and "surrogate" in message
+    _refused(base, "/store", '{"content": "fine", "context": "\\udfff"}', "context")
+    _refused(base, "/store/batch", '{"items": [{"content": "fine one"}, {"content": "bad \\udc00"}]}', "content")
+    _refused(base, "/retrieve", '{"query": "lone \\ud800"}', "query")
+    grain = stored["grain"]["id"]
+    _refused(base, "/relations", {"source_id": grain, "target_id": grain + 1, "kind": "supports", "note": "\ud800"},
+             "note")  # json.dumps writes the half as the escape "\\ud800"
+    assert _grain_count(base) == before  # the batch's good first item was not stored either
+    status, _, _ = call(f"{base}/store", '{"content": "a pair \\ud83d\\ude00 is one character"}',
+                        headers=caller("hostile"))
+    assert status == 201
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_a_date_past_the_calendar_once_in_utc_is_refused(rest):
+    base, _, log = rest
+    before = _grain_count(base)
+    for when in ("9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+01:00"):
+        assert "years 1 to 9999" in _refused(base, "/store", {"content": f"dated {when}", "occurred_at": when},
+                                             "occurred_at")
+        _refused(base, "/store/batch", {"items": [{"content": f"batch {when}", "occurred_at": when}]}, "occurred_at")
+        status, answer, _ = call(f"{base}/health/history?signal=orphan_rate&since={when.replace('+', '%2B')}")
+        assert status == 400 and answer["error"]["details"]["field"] == "since", answer
+    assert _grain_count(base) == before
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_a_trace_id_past_the_databases_integers_is_refused(rest):
+    base, _, log = rest
+    status, answer, _ = call(f"{base}/traces/9223372036854775808", headers=caller("hostile"))
+    assert status == 400 and answer["error"]["details"]["field"] == "trace_id", answer
+    _refused(base, "/feedback", '{"trace_id": 99999999999999999999999, "grain_id": 1, "useful": true}', "trace_id")
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def _rating(trace_id: str) -> str:
+    return '{"trace_id": ' + trace_id + ', "grain_id": 1, "useful": true}'
+
+
+def test_json_nested_deeper_than_the_api_needs_is_invalid_json(rest):
+    base, _, log = rest
+    for depth in (100_000, 900, 33):  # past the decoder's own depth (it fails), under it, just past the bound
+        nested = "[" * depth + "]" * depth
+        assert "nested deeper than 32 levels" in _refused(base, "/store", nested, "", code="invalid_json")
+        _refused(base, "/feedback", _rating(nested), "", code="invalid_json")
+    nested = "[" * 31 + "]" * 31  # within the bound: the field says what it wanted
+    _refused(base, "/feedback", _rating(nested), "trace_id")
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_a_message_quoting_what_was_sent_stays_short(rest):
+    message = _refused(rest[0], "/store", {"content": "fine", "provenance": "x" * 1_000_000}, "provenance")
+    assert len(message) == 1000 and message.endswith("…")

@@ -112,6 +112,18 @@ def test_callers_assert_relations_and_bad_ones_are_refused_without_writing(t0):
     assert Conduit.objects.count() == before + 1
 
 
+def test_a_supersession_that_would_close_a_loop_of_any_length_is_refused(t0):
+    a, b, c = (store(f"Erin's desk is on floor {n}", t0) for n in (3, 4, 5))
+    relation_assert(source_id=b.pk, target_id=a.pk, kind="supersedes", now=t0)
+    relation_assert(source_id=c.pk, target_id=b.pk, kind="supersedes", now=t0)
+    before = Conduit.objects.count()
+    with pytest.raises(Conflict, match="through its successors"):
+        relation_assert(source_id=a.pk, target_id=c.pk, kind="supersedes", now=t0)
+    assert Conduit.objects.count() == before
+    assert (fresh(a).superseded_by, fresh(b).superseded_by, fresh(c).superseded_by) == (b.pk, c.pk, None)
+    assert successors_resolve([a.pk])[a.pk] == c.pk  # the chain still ends in a live grain
+
+
 def test_supersession_chains_resolve_through_tombstones(t0):
     first = store("Dana's phone number is 555-0101", t0)
     second = store("Dana's phone number is 555-0202", t0)

@@ -12,7 +12,16 @@ import time
 import pytest
 
 from core.client import ServiceUnavailable
-from core.errors import FeedbackOwed, InvalidInput, NotFound, RateLimited
+from core.errors import (
+    FeedbackOwed,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    NotYourTrace,
+    RateLimited,
+    ReservedIdentity,
+    TooLarge,
+)
 from core.net import free_port
 from flux.sdk import AsyncFlux, Flux
 from graph.results import RetrieveResult
@@ -80,6 +89,16 @@ def test_the_service_errors_arrive_as_the_services_own_classes(service):
     with pytest.raises(FeedbackOwed) as owed:
         mem.retrieve("Kai")
     assert owed.value.http_status == 409 and owed.value.details["owed"]
+    # Codes a service raises more precisely than its status says arrive as those classes, still caught as Forbidden.
+    found = Flux.connect(base, caller="sdk-other:chat").retrieve("Kai")
+    with pytest.raises(NotYourTrace) as theirs:
+        mem.feedback(found.trace_id, found.grains[0].id, useful=True)
+    assert isinstance(theirs.value, Forbidden) and theirs.value.http_status == 403
+    with pytest.raises(ReservedIdentity):
+        Flux.connect(base, caller="flux-sdk:chat").retrieve("Kai")
+    with pytest.raises(TooLarge):  # a body past MAX_REQUEST_BYTES: refused, not "the service is not running"
+        mem.store("x" * 5_000_000)
+    assert mem.health()["grains"]["total"] >= 1
 
 
 def test_a_429_is_retried_after_retry_after():
