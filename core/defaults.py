@@ -169,7 +169,7 @@ SETTINGS: list[Setting] = [
         ("RATE_LOGIN_LINK", "10/m", "Admin login-link uses one address may try."),
         ("ADMIN_SESSION_HOURS", 8.0, "An admin session ends after this long, or when the browser closes."),
         ("MAX_DATABASE_MB", 0, "Largest the SQLite database may grow, in MB (0: as large as the disk allows); past it writes get 507 like on a full disk, reads go on."),
-        ("MAX_REQUEST_BYTES", 4194304, "Largest request body accepted; a larger one is refused with 413 before it is read."),
+        ("MAX_REQUEST_BYTES", 4194304, "Largest request body accepted; a larger one is answered 413 before it is parsed (the rest of it dropped, up to 4 times this, so that the client reads the answer)."),
     ),
     *_group(
         "maintenance",
