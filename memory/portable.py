@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, time
 from pathlib import Path
 from typing import IO
 
@@ -21,7 +22,7 @@ from django.apps import apps
 from django.core import serializers
 from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import Model, QuerySet
 
 from core.backup import database_backup, default_backup_path
@@ -74,10 +75,21 @@ def memory_export(out: IO[str], *, using: str = DEFAULT_DB_ALIAS,
     for label in MODELS:
         for chunk in _chunks(_model(label).objects.using(using).order_by("pk")):
             for record in serializers.serialize("python", chunk):
-                out.write(json.dumps(record, sort_keys=True, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n")
+                out.write(json.dumps(record, sort_keys=True, cls=_Encoder, ensure_ascii=False) + "\n")
             written += len(chunk)
             progress(len(chunk))
     return written
+
+
+class _Encoder(DjangoJSONEncoder):
+    """Django's, with times to the microsecond (Django's own cuts them to the millisecond): an import gives back
+    the very times exported."""
+
+    def default(self, o: object) -> object:
+        if isinstance(o, datetime | time):
+            shown = o.isoformat()
+            return shown.removesuffix("+00:00") + "Z" if shown.endswith("+00:00") else shown
+        return super().default(o)
 
 
 def _chunks(queryset: QuerySet) -> Iterator[list]:
@@ -92,31 +104,47 @@ def _chunks(queryset: QuerySet) -> Iterator[list]:
 
 def memory_import(path: Path, *, progress: Callable[[int], None] = lambda n: None) -> int:
     """Read a file written by ``memory_export`` into this (empty) memory, ids kept, in one transaction: all of
-    it or nothing. Returns how many records."""
-    with open(path, encoding="utf-8") as source:
-        header = _header(source.readline(), path)
-        unknown = sorted(set(header["models"]) - set(MODELS))
-        if unknown:
-            raise InvalidInput(f"{path} holds records this version does not know ({', '.join(unknown)}); "
-                               "import it with the version that exported it or a newer one")
-        busy = [label for label in MODELS if _model(label).objects.exists()]
-        if busy:
-            raise InvalidInput(f"this memory is not empty ({', '.join(busy)}): import into a new instance "
-                               "(flux init --name NEW), so every id stays what it was")
-        count = 0
+    it or nothing; a record of a model the export does not hold is refused. Returns how many records."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            return _import(source, path, progress)
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not a Flux Memory export (it is not UTF-8 text; a `flux backup` file is put "
+                           "back with `flux restore`); nothing was imported") from None
+
+
+def _import(source: IO[str], path: Path, progress: Callable[[int], None]) -> int:
+    header = _header(source.readline(), path)
+    unknown = sorted(set(header["models"]) - set(MODELS))
+    if unknown:
+        raise InvalidInput(f"{path} holds records this version does not know ({', '.join(unknown)}); "
+                           "import it with the version that exported it or a newer one")
+    busy = [label for label in MODELS if _model(label).objects.exists()]
+    if busy:
+        raise InvalidInput(f"this memory is not empty ({', '.join(busy)}): import into a new instance "
+                           "(flux init --name NEW), so every id stays what it was")
+    count = 0
+    try:
         with transaction.atomic():
             for number, line in enumerate(source, start=2):
                 try:
-                    for obj in serializers.deserialize("json", "[" + line + "]"):
+                    record = json.loads(line)
+                    model = record.get("model") if isinstance(record, dict) else None
+                    if model not in MODELS:
+                        raise ValueError(f"a record of {model!r}, which no export holds")
+                    for obj in serializers.deserialize("python", [record]):
                         obj.save()
-                except (serializers.base.DeserializationError, ValueError) as exc:
-                    raise InvalidInput(f"{path}, line {number}: {str(exc)[:300]}; nothing was imported") from None
+                except Exception as exc:  # noqa: BLE001 - however a line fails, the file says so, with its line
+                    why = str(exc) or type(exc).__name__
+                    raise InvalidInput(f"{path}, line {number}: {why[:300]}; nothing was imported") from None
                 count += 1
                 if count % CHUNK == 0:
                     progress(CHUNK)
             _reset_sequences()
-        statistics_refresh()
-        progress(count % CHUNK)
+    except DatabaseError as exc:  # checked at the commit: a reference to a record the file does not hold
+        raise InvalidInput(f"{path}: {str(exc)[:300]}; nothing was imported") from None
+    statistics_refresh()
+    progress(count % CHUNK)
     return count
 
 
@@ -125,8 +153,10 @@ def _header(line: str, path: Path) -> dict:
         header = json.loads(line)
     except ValueError:
         header = None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no {FORMAT!r} format)")
+    if (not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("models"), list)
+            or not all(isinstance(label, str) for label in header["models"])):
+        raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no {FORMAT!r} format and "
+                           "its models)")
     return header
 
 

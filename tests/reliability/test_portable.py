@@ -97,8 +97,24 @@ def test_an_import_is_all_or_nothing_and_refuses_what_is_not_an_export(tmp_path)
     broken.write_text("\n".join([*lines[:-3], cut, *lines[-2:]]) + "\n")
     assert cli(home, "init", "--name", "empty", "--yes").returncode == 0
     out = cli(home, "import", "--name", "empty", str(broken))
-    assert out.returncode == 1 and f"line {len(lines) - 2}" in out.stderr and "nothing was imported" in out.stderr
-    assert "Traceback" not in out.stderr
+    assert out.returncode == 1 and f"line {len(lines) - 2}: Expecting" in out.stderr, out.stderr
+    assert "nothing was imported" in out.stderr and "Traceback" not in out.stderr
+    # A record of a model no export holds (here a superuser) is refused, whatever the header says.
+    intruder = tmp_path / "intruder.jsonl"
+    user = ('{"model": "auth.user", "pk": 77, "fields": {"username": "intruder", "is_superuser": true, '
+            '"is_staff": true, "password": "x", "date_joined": "2026-01-01T00:00:00Z"}}')
+    intruder.write_text("\n".join([*lines[:3], user, *lines[3:]]) + "\n")
+    out = cli(home, "import", "--name", "empty", str(intruder))
+    assert out.returncode == 1 and "line 4: a record of 'auth.user', which no export holds" in out.stderr, out.stderr
+    assert run(home / "empty", "from django.contrib.auth.models import User; print(User.objects.count())").split()[
+        -1] == "0"
+    backup = tmp_path / "b.sqlite3"  # a backup given to import by mistake, a header with no models
+    backup.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 8)
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text('{"format": "flux-memory-jsonl", "version": 1}\n')
+    for wrong in (backup, headless):
+        out = cli(home, "import", "--name", "empty", str(wrong))
+        assert out.returncode == 1 and "is not a Flux Memory export" in out.stderr and "Traceback" not in out.stderr
     count = run(home / "empty", "from grains.models import Grain, Caller; print(Grain.objects.count(), "
                                 "Caller.objects.count())")
     assert count.split() == ["0", "0"], "a failed import leaves nothing behind"
@@ -107,3 +123,8 @@ def test_an_import_is_all_or_nothing_and_refuses_what_is_not_an_export(tmp_path)
     out = cli(home, "import", "--name", "empty", str(stranger))
     assert out.returncode == 1 and "is not a Flux Memory export" in out.stderr
     assert cli(home, "import", "--name", "empty", str(good)).returncode == 0
+    # Times come back to the microsecond.
+    when = "from grains.models import Grain; print(sorted(g.created_at.isoformat() for g in Grain.objects.all()))"
+    assert run(home / "empty", when).splitlines()[-1] == run(home / "lite", when).splitlines()[-1]
+    assert cli(home, "export", "--name", "empty", "--to", str(tmp_path)).returncode == 1  # a folder: said, no leftover
+    assert not list(tmp_path.parent.glob(f"{tmp_path.name}*.partial"))
