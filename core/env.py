@@ -29,7 +29,10 @@ def parse_value(name: str, raw: str, default: object) -> object:
                 return False
             raise ValueError("expected one of true/false/1/0/yes/no/on/off")
         if isinstance(default, int):
-            return int(text)
+            value = int(text)
+            if name.endswith("_PORT") and not 1 <= value <= 65535:
+                raise ValueError("expected a port from 1 to 65535")
+            return value
         if isinstance(default, float):
             value = float(text)
             if value != value or value in (float("inf"), float("-inf")):

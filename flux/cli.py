@@ -61,27 +61,29 @@ def cmd_start(args: argparse.Namespace) -> int:
     instance = Instance.existing(args.name)
     instance.config()
     _set_process_counts(instance, args)
-    already = processes.running(instance)
-    supervisor = processes.supervisor_pid(instance)
-    if supervisor is not None:
-        if args.foreground:
-            raise InstanceError(f"instance {args.name!r} is already running in the background (supervisor pid "
-                                f"{supervisor}); `flux stop --name {args.name}` first")
-        missing = [s.name for s in processes.services(instance) if s.name not in already]
-        print(f"Instance {args.name!r} is already running ({_pids({'supervisor': supervisor, **already})}) at "
-              f"{instance.rest_url()}" + (f"; {', '.join(missing)} not running: its supervisor restarts it"
-                                          if missing else ""))
-        return 0
-    if already:
-        print(f"Found {_pids(already)} running without their supervisor (it was killed): adopting them, "
-              "starting the rest.")
-    if args.foreground:
-        return _start_foreground(instance, args)
-    pid = processes.start(instance, broadcast=args.broadcast)
-    print(f"Started instance {args.name!r} ({_pids({'supervisor': pid, **processes.running(instance)})}); "
-          f"logs in {instance.log_dir}")
-    _started(instance, args)
-    return 0
+    with processes.start_lock(instance):  # two starts at once: the second finds the first's supervisor
+        already = processes.running(instance)
+        supervisor = processes.supervisor_pid(instance)
+        if supervisor is not None:
+            if args.foreground:
+                raise InstanceError(f"instance {args.name!r} is already running in the background (supervisor pid "
+                                    f"{supervisor}); `flux stop --name {args.name}` first")
+            missing = [s.name for s in processes.services(instance) if s.name not in already]
+            print(f"Instance {args.name!r} is already running ({_pids({'supervisor': supervisor, **already})}) at "
+                  f"{instance.rest_url()}" + (f"; {', '.join(missing)} not running: its supervisor restarts it"
+                                              if missing else ""))
+            return 0
+        if already:
+            print(f"Found {_pids(already)} running without their supervisor (it was killed): adopting them, "
+                  "starting the rest.")
+        if not args.foreground:
+            pid = processes.start(instance, broadcast=args.broadcast)
+            print(f"Started instance {args.name!r} ({_pids({'supervisor': pid, **processes.running(instance)})}); "
+                  f"logs in {instance.log_dir}")
+            _started(instance, args)
+            return 0
+        (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")  # this process, before the lock goes
+    return _start_foreground(instance, args)
 
 
 def _set_process_counts(instance: Instance, args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
 """The processes of a running instance: started detached with pid files and logs, stopped gracefully."""
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import signal
@@ -8,7 +9,8 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +138,19 @@ def running(instance: Instance) -> dict[str, int]:
     return running_in(instance.path)
 
 
+@contextmanager
+def start_lock(instance: Instance) -> Iterator[None]:
+    """One `flux start` of an instance at a time, up to its supervisor's pid file: a second one waits here, then
+    finds the first's supervisor running (a lock the kernel drops with its holder; no child inherits it)."""
+    instance.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    held = os.open(instance.run_dir / "start.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(held)
+
+
 def supervisor_pid(instance: Instance) -> int | None:
     """The pid of the instance's supervisor (`flux supervise`, or a `flux start --foreground`), if it runs."""
     return live_pid(instance.run_dir / "supervisor.pid", SUPERVISOR_MARKER)
@@ -186,11 +201,20 @@ def view_token(instance: Instance) -> str | None:
 
 
 def _check_ports(instance: Instance, broadcast: bool, skip: set[str]) -> None:
-    """The ports of the services about to start (not those in ``skip``, running already) are free."""
-    for name, host, key in (("rest", str(instance.setting("REST_HOST")), "REST_PORT"),
-                            ("dashboard", BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
-                             "DASHBOARD_PORT"),
-                            ("mcp", str(instance.setting("MCP_HOST")), "MCP_PORT")):
+    """Each service has a port of its own, and those of the services about to start (not those in ``skip``,
+    running already) are free."""
+    listeners = (("rest", str(instance.setting("REST_HOST")), "REST_PORT"),
+                 ("dashboard", BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
+                  "DASHBOARD_PORT"),
+                 ("mcp", str(instance.setting("MCP_HOST")), "MCP_PORT"))
+    seen: dict[int, str] = {}
+    for _, _, key in listeners:
+        port = int(instance.setting(key))
+        if port in seen:
+            raise InstanceError(f"{seen[port]} and {key} are both {port} in {instance.config_file}; give each service "
+                                "a port of its own")
+        seen[port] = key
+    for name, host, key in listeners:
         if name not in skip:
             check_port_free(host, int(instance.setting(key)), key, instance)
 

@@ -152,7 +152,40 @@ def test_stop_and_admin_when_not_running(instance):
         assert out.returncode == 1 and "not running" in out.stderr and "Traceback" not in out.stderr
 
 
+def _supervisors(home: Path) -> list[int]:
+    """Pids of the `flux supervise` processes of the instances under ``home``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"supervise" in (proc / "cmdline").read_bytes() and \
+                    f"FLUX_HOME={home}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_two_starts_at_once_run_one_supervisor_and_stop_ends_it(instance):
+    home, port = instance
+    env = {**{k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")},
+           "FLUX_HOME": str(home)}
+    starts = [subprocess.Popen([sys.executable, "-m", "flux", "start", "--name", "mem"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+              for _ in range(2)]
+    outs = [start.communicate(timeout=180) for start in starts]
+    assert [start.returncode for start in starts] == [0, 0], outs
+    said = sorted("already running" in out for out, _ in outs)
+    assert said == [False, True], outs  # one started it, the other found it running
+    assert len(_supervisors(home)) == 1
+    assert flux(home, "stop", "--name", "mem").returncode == 0
+    assert _until(lambda: not _supervisors(home), 30)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
 @pytest.mark.parametrize("line,text", [
+    ("REST_PORT: 99999", "REST_PORT='99999' is not valid: expected a port from 1 to 65535"),
+    ("MCP_PORT: 0", "MCP_PORT='0' is not valid: expected a port from 1 to 65535"),
     ("REST_PORT: seven", "REST_PORT='seven' is not valid"),
     ("ATTENUATON: 0.5", "unknown setting 'ATTENUATON'"),
     ("just words", "expected 'KEY: value'"),
@@ -176,6 +209,16 @@ def test_a_port_in_use_is_reported(instance, which):
         out = flux(home, "start", "--name", "mem")
     assert out.returncode == 1 and f"port {port} on 127.0.0.1 is in use" in out.stderr and which in out.stderr
     assert not list((home / "mem" / "run").glob("*.pid"))
+
+
+def test_two_services_on_one_port_are_refused(instance):
+    home, port = instance
+    config = home / "mem" / "config.yaml"
+    mcp = config_port(home, "MCP_PORT")
+    config.write_text(config.read_text().replace(f"MCP_PORT: {mcp}", f"MCP_PORT: {port}"))
+    out = flux(home, "start", "--name", "mem")
+    assert out.returncode == 1 and f"REST_PORT and MCP_PORT are both {port}" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and not _supervisors(home)
 
 
 def test_the_console_script_is_installed():
