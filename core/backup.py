@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.migrations.loader import MigrationLoader
 
 from core.env import postgres_url
@@ -57,15 +57,21 @@ def database_backup(dest: Path | None = None, make_room: Callable[[], object] | 
     dest = Path(dest) if dest else default_backup_path()
     if dest.exists():
         raise BackupError(f"{dest} exists already; give another path (--to)")
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise BackupError(f"cannot make the folder {dest.parent} ({exc.strerror}); give another path (--to)") from None
     partial = dest.with_name(f".{dest.name}.partial")
     partial.unlink(missing_ok=True)  # left by a backup killed mid-copy
     started = time.monotonic()
     old = os.umask(0o077)
     try:
         if connection.vendor == "sqlite":
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM INTO %s", [str(partial)])
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("VACUUM INTO %s", [str(partial)])
+            except OperationalError as exc:  # the place cannot hold a database file (/proc, a full disk, ...)
+                raise BackupError(f"cannot write the copy at {dest} ({exc}); give another path (--to)") from None
             problems = sqlite_problems(partial)
             if problems:
                 raise BackupError(f"the copy failed its integrity check ({problems}); nothing was kept")

@@ -47,15 +47,19 @@ def kind_of(name: str) -> str:
     return name.split("-", 1)[0]
 
 
+_FLAGS = {"WEB_WORKERS": "web-workers", "TASK_WORKERS": "workers"}  # the `flux start` options that set them
+
+
 def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
     """(WEB_WORKERS, TASK_WORKERS) as set, or as ``wanted`` (WEB_WORKERS=3) would set them, checked: each 1 to
     MAX_PROCESSES."""
     counts = []
     for key in ("WEB_WORKERS", "TASK_WORKERS"):
-        value = wanted[key] if wanted.get(key) is not None else instance.setting(key)
+        given = wanted.get(key) is not None
+        value = wanted[key] if given else instance.setting(key)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PROCESSES:
-            raise InstanceError(f"{key} is {value!r} in {instance.config_file}; give a whole number from 1 to "
-                                f"{MAX_PROCESSES}")
+            where = f"--{_FLAGS[key]} {value!r}" if given else f"{key} is {value!r} in {instance.config_file}"
+            raise InstanceError(f"{where}; give a whole number from 1 to {MAX_PROCESSES}")
         counts.append(value)
     return counts[0], counts[1]
 

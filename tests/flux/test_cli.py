@@ -145,6 +145,31 @@ def test_wrong_use_gets_a_message_not_a_traceback(tmp_path, args, text):
     assert out.returncode == 1 and text in out.stderr and "Traceback" not in out.stderr
 
 
+def test_manage_commands_say_a_missing_schema_and_an_unwritable_backup_in_one_line(tmp_path):
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        env = {**{k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+               "FLUX_DATA_DIR": str(tmp_path / "data")}
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+    for command in (["flux_recount"], ["flux_export", "--to", str(tmp_path / "memory.jsonl")]):
+        out = manage(*command)
+        assert out.returncode == 1 and "no Flux Memory tables yet" in out.stderr and "migrate" in out.stderr
+        assert "Traceback" not in out.stderr, out.stderr
+    assert manage("migrate", "--no-input").returncode == 0
+    out = manage("flux_backup", "--to", "/proc/flux-backup.sqlite3")
+    assert out.returncode == 1 and "cannot write the copy at /proc/flux-backup.sqlite3" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("flag", ["--web-workers", "--workers"])
+def test_a_bad_process_count_names_the_option_it_came_from(instance, flag):
+    home, _ = instance
+    out = flux(home, "start", "--name", "mem", flag, "0")
+    assert out.returncode == 1 and f"{flag} 0; give a whole number from 1 to" in out.stderr, out.stderr
+    assert "config.yaml" not in out.stderr and "Traceback" not in out.stderr
+
+
 def test_stop_and_admin_when_not_running(instance):
     home, _ = instance
     for command in ("stop", "admin"):

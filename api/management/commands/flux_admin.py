@@ -13,9 +13,10 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from core.commands import FluxCommand
 from core.errors import FluxError
 from grains.audit import confirmation_token
 from grains.models import AuditEvent, Grain
@@ -55,7 +56,7 @@ def act(action: str, grain_id: int, reason: str) -> str:
     return f"restored grain {grain.pk}: {grain.content[:80]}"
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Operator's terminal: search, purge, restore, audit log, export (a menu, or one action for scripts)."
 
     def add_arguments(self, parser: CommandParser) -> None:

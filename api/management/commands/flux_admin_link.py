@@ -1,13 +1,14 @@
 """Print a one-time admin login link (used by `flux admin`)."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from api.admin_link import admin_link_token
+from core.commands import FluxCommand
 from core.conf import flux_setting as S
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Print a one-time, short-lived login link to the Django admin of this instance."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from core.backup import BackupError, database_backup
+from core.commands import FluxCommand
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Copy the database (SQLite: VACUUM INTO, checked; PostgreSQL: pg_dump) while the service runs."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,11 +2,13 @@
 (after a crash its write-ahead log has been replayed by then), or a query on PostgreSQL."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import connection
 
+from core.commands import FluxCommand
 
-class Command(BaseCommand):
+
+class Command(FluxCommand):
     help = "Check the database's integrity (SQLite PRAGMA quick_check); exit 1 with what is wrong."
 
     def handle(self, *args: object, **opts: object) -> None:

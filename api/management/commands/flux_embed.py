@@ -3,13 +3,14 @@ SEMANTIC_ENTRY=off, or by an older model)."""
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from core.commands import FluxCommand
 from graph.semantic import INSTALL_HINT, MODEL, semantic_enabled
 from memory.upkeep import embed_missing
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Embed every grain that has no vector yet, with a progress bar (semantic entry points need them)."
 
     def handle(self, *args: object, **opts: object) -> None:

@@ -5,13 +5,14 @@ import os
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
+from core.commands import FluxCommand
 from memory.portable import export_count, export_snapshot, memory_export
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Write the memory as JSON Lines (grains, histories, conduits, tombstones, callers, audit log, ...)."
 
     def add_arguments(self, parser: CommandParser) -> None:

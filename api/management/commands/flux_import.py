@@ -4,14 +4,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
+from core.commands import FluxCommand
 from core.errors import InvalidInput
 from memory.portable import memory_import
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Read a flux export file into this (empty) memory."
 
     def add_arguments(self, parser: CommandParser) -> None:

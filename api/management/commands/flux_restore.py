@@ -4,13 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connection
 
 from core.backup import BackupError, postgres_restore, sqlite_restore
+from core.commands import FluxCommand
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Restore a backup made by flux backup (checked first; a newer schema is refused), then migrate."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connection
 from django.utils import timezone
 from tqdm import tqdm
@@ -26,6 +26,7 @@ from tqdm import tqdm
 from bench.instance import temporary_database
 from bench.synthetic import Corpus
 from core.booth import get_booth
+from core.commands import FluxCommand
 from core.conf import flux_setting as S
 from core.env import postgres_url
 from core.net import free_port, wait_for_http
@@ -59,7 +60,7 @@ def timed(calls: list[Callable[[], object]], desc: str, between: Callable[[], ob
     return out
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Benchmark store throughput and retrieve latency (in-process and HTTP) on N synthetic grains."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connection
 from django.db.models import Count
 from django.test import override_settings
@@ -22,6 +22,7 @@ from tqdm import tqdm
 from bench.evaluation import Question, Scores, questions, split_by_sample, turns
 from bench.instance import temporary_database
 from core.bulk import marks
+from core.commands import FluxCommand
 from core.conf import flux_setting as S
 from graph.algorithms.text import fts5_or, terms
 from graph.models import RELATION_KINDS, Conduit
@@ -49,7 +50,7 @@ def load_samples(path: Path) -> list[dict]:
     return data
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Load a LoCoMo-format file into a temporary instance and score Flux retrieval against BM25."
 
     def add_arguments(self, parser: CommandParser) -> None:

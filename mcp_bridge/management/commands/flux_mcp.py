@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import anyio
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import FluxCommand
 from core.conf import flux_setting as S
 from core.keys import open_rest_refusal
 from mcp_bridge.client import FluxClient
@@ -19,7 +20,7 @@ from mcp_bridge.server import build_server
 from mcp_bridge.stdio import serve_stdio
 
 
-class Command(BaseCommand):
+class Command(FluxCommand):
     help = "Run the Flux Memory MCP server over stdio, as a client of the running REST service."
     requires_system_checks: list[str] = []
     requires_migrations_checks = False
