@@ -21,16 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from core.client import DEFAULT_TIMEOUT, RestClient
+from core.errors import InvalidInput
+from core.validate import require_id
 from graph.results import RetrieveResult
 
 URL_ENV, KEY_ENV = "FLUX_URL", "FLUX_API_KEY"
 
 
 def _caller(caller: str | None) -> tuple[str, str] | None:
-    """"client:role" as the header pair; the service checks it."""
+    """"client:role" as the header pair (the service checks each part); InvalidInput when it is not of that form."""
     if caller is None:
         return None
-    client, _, role = caller.partition(":")
+    client, colon, role = caller.partition(":") if isinstance(caller, str) else ("", "", "")
+    if not (client and colon and role) or ":" in role:
+        raise InvalidInput(f"caller {caller!r} is not of the form 'client:role', e.g. 'codex:chat'",
+                           details={"field": "caller"})
     return client, role
 
 
@@ -55,7 +60,7 @@ def resolve(name_or_url: str | None, api_key: str | None) -> tuple[str, str | No
         raise InstanceError(f"say which Flux Memory to connect to: an instance name, a URL, or {URL_ENV} in the "
                             "environment")
     if target.startswith(("http://", "https://")):
-        return target, api_key or os.environ.get(KEY_ENV) or None, "the service at that URL"
+        return target, api_key or os.environ.get(KEY_ENV) or None, "`flux start` where it is served"
     instance = Instance.existing(target)
     key = api_key or str(instance.setting("API_KEY") or "") or os.environ.get(KEY_ENV) or None
     return instance.rest_url(), key, f"`flux start --name {target}`"
@@ -122,7 +127,7 @@ class Flux:
 
     def grain(self, grain_id: int) -> dict:
         """A grain's dossier: conduits, confidence history (why it is believed), traces."""
-        return self._get(f"/grains/{int(grain_id)}")
+        return self._get(f"/grains/{require_id(grain_id, 'grain_id')}")
 
     def relate(self, source_id: int, kind: str, target_id: int, *, note: str = "") -> int:
         """Assert ``source kind target``: supports, contradicts, supersedes (source is newer) or caused_by

@@ -101,6 +101,18 @@ def test_the_service_errors_arrive_as_the_services_own_classes(service):
     assert mem.health()["grains"]["total"] >= 1
 
 
+def test_the_sdk_says_a_malformed_caller_a_bad_id_and_a_url_with_nothing_there_plainly(service):
+    base, _ = service
+    with pytest.raises(InvalidInput, match="not of the form 'client:role'"):
+        Flux.connect(base, caller="nocolon")
+    with pytest.raises(InvalidInput) as bad:
+        Flux.connect(base, caller="sdk:chat").grain(-1)
+    assert bad.value.details["field"] == "grain_id"
+    with pytest.raises(ServiceUnavailable) as down:
+        Flux.connect(f"http://127.0.0.1:{free_port()}", caller="sdk:chat").health()
+    assert "Start it with `flux start` where it is served, then retry" in down.value.message
+
+
 def test_a_429_is_retried_after_retry_after():
     limited = (429, {"error": {"code": "rate_limited", "message": "slow down", "details": {"retry_after": 2}}},
                {"Retry-After": "2"})
