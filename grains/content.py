@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 _SPACE = re.compile(r"\s+")
 # "Name: what they said" (a transcript's convention): a speaker of one or two capitalised words. Labels such as
@@ -15,6 +16,12 @@ NOT_SPEAKERS = frozenset({"note", "update", "reminder", "fyi", "todo", "fact", "
 def normalise(content: str) -> str:
     """Trimmed, with runs of whitespace collapsed to one space."""
     return _SPACE.sub(" ", content).strip()
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` shows anything: a character that is not a space, a separator, a control or a format
+    character (a zero-width space, a byte-order mark)."""
+    return any(unicodedata.category(c)[0] not in "CZ" for c in text)
 
 
 def split_speaker(text: str) -> tuple[str | None, str]:

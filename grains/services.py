@@ -15,7 +15,7 @@ from core.errors import InvalidInput, Tombstoned
 from core.validate import iso_datetime, unicode_text
 from grains.activity import activity_record
 from grains.audit import audit_record
-from grains.content import content_hash, normalise
+from grains.content import content_hash, normalise, visible
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, ConfidenceEvent, Grain, Provenance, Source, Status, Tombstone
 
@@ -61,7 +61,7 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
     if not isinstance(content, str):
         raise _bad(f"'content' must be a string, got {type(content).__name__}", "content", index)
     content = normalise(_text(content, "content", index))
-    if not content:
+    if not visible(content):  # nothing but spaces, or zero-width and other invisible characters
         raise _bad("'content' is empty; give the fact to remember as text", "content", index)
     limit = S("MAX_CONTENT_CHARS")
     if len(content) > limit:

@@ -58,6 +58,7 @@ def test_bad_caller_headers_are_refused(api, headers, text):
 
 @pytest.mark.parametrize("body,code,status,text", [
     ({"content": ""}, "invalid_input", 400, "'content' is empty"),
+    ({"content": " \u200b\ufeff\u2060 "}, "invalid_input", 400, "'content' is empty"),  # nothing that shows
     ({"content": "x" * 4001}, "invalid_input", 400, "the limit is 4000"),
     ({"content": 3}, "invalid_input", 400, "'content' must be a string"),
     ({}, "invalid_input", 400, "missing field(s) content"),
