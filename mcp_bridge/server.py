@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from core.errors import FluxError
+from core.errors import FluxError, InvalidInput
 from mcp_bridge.client import FluxClient
 from mcp_bridge.identity import Role, resolve_caller
 from mcp_bridge.onboarding import onboarding_text
@@ -180,12 +180,30 @@ _ANNOTATIONS = {
 }
 
 
+class _Server(MCPServer):
+    """The SDK's server, refusing an argument a tool does not take, as REST refuses an unknown field: the SDK
+    would drop it, and a typo ("contxt") would lose what it carried without a word."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.takes: dict[str, frozenset[str]] = {}  # tool -> the arguments it takes
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        unknown = sorted(set(arguments) - self.takes.get(name, frozenset(arguments)))
+        if unknown:
+            raise tool_error(InvalidInput(
+                f"unknown argument(s) {', '.join(unknown)}; {name} takes {', '.join(sorted(self.takes[name]))}",
+                details={"field": unknown[0]}))
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(rest: FluxClient | None = None) -> MCPServer:
     """The MCP server with the six tools, talking to ``rest`` (default: the service named by settings)."""
     tools = FluxTools(rest or FluxClient())
-    server = MCPServer(name="flux-memory", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(name="flux-memory", instructions=INSTRUCTIONS, log_level="WARNING")
     for name, hints in _ANNOTATIONS.items():
         method = getattr(tools, name)
         server.add_tool(method, name=name, description=inspect.cleandoc(method.__doc__ or ""),
                         annotations=hints, structured_output=name != "flux_onboard")
+        server.takes[name] = frozenset(p for p in inspect.signature(method).parameters if p != "ctx")
     return server

@@ -137,6 +137,11 @@ async def _service_errors(port: int, data_dir: Path) -> None:
         assert "invalid_input" in text(malformed) and "'client:role'" in text(malformed)
         assert "HTTP" not in text(malformed)  # refused by the bridge, before any call
 
+        typo = await call(session, "flux_store", content="a fact with a context", contxt="chat-1",
+                          caller_id="pytest:test")
+        assert typo.is_error and "unknown argument(s) contxt; flux_store takes" in text(typo), text(typo)
+        assert "HTTP" not in text(typo)  # refused by the bridge, nothing stored without its context
+
         half = await call(session, "flux_store", content="a fact", client="pytest")
         assert half.is_error and "role is missing" in text(half), text(half)
 
