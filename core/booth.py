@@ -29,9 +29,7 @@ far before it runs, so it never sees them pending.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import itertools
-import os
 import queue
 import threading
 import time
@@ -43,6 +41,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 
 from core.conf import flux_setting as S
 from core.errors import Overloaded
+from core.turns import Turns
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -50,28 +49,6 @@ AHEAD, BOOKKEEPING, WRITE, STOP = -1, 0, 1, 2
 BATCH_MAX = 64  # most traces one commit holds
 LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked for it go out first
 _held = threading.local()  # on a read worker during a read: the bookkeeping it queues for after it
-
-
-class Turns:
-    """An exclusive lock on a file, held by one writer of the machine at a time (``flock``: released by the
-    kernel when its process dies); without a path, no lock at all (PostgreSQL, tests)."""
-
-    def __init__(self, path: str | None = None) -> None:
-        self._fd = None if path is None else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-
-    def take(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def give(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    def __enter__(self) -> None:
-        self.take()
-
-    def __exit__(self, *exc: object) -> None:
-        self.give()
 
 
 class Booth:

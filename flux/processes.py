@@ -1,7 +1,6 @@
 """The processes of a running instance: started detached with pid files and logs, stopped gracefully."""
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import signal
@@ -9,14 +8,14 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.defaults import DEFAULT_ALLOWED_HOSTS
 from core.keys import open_rest_refusal
 from core.net import http_answers
+from core.turns import Turns
 from flux.instance import Instance, InstanceError, python
 
 
@@ -142,17 +141,11 @@ def running(instance: Instance) -> dict[str, int]:
     return running_in(instance.path)
 
 
-@contextmanager
-def start_lock(instance: Instance) -> Iterator[None]:
-    """One `flux start` of an instance at a time, up to its supervisor's pid file: a second one waits here, then
-    finds the first's supervisor running (a lock the kernel drops with its holder; no child inherits it)."""
+def start_lock(instance: Instance) -> Turns:
+    """One `flux start` of an instance at a time, up to its supervisor's pid file: a second one waits for its
+    turn, then finds the first's supervisor running."""
     instance.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    held = os.open(instance.run_dir / "start.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(held)
+    return Turns(instance.run_dir / "start.lock")
 
 
 def supervisor_pid(instance: Instance) -> int | None:
@@ -207,20 +200,19 @@ def view_token(instance: Instance) -> str | None:
 def _check_ports(instance: Instance, broadcast: bool, skip: set[str]) -> None:
     """Each service has a port of its own, and those of the services about to start (not those in ``skip``,
     running already) are free."""
-    listeners = (("rest", str(instance.setting("REST_HOST")), "REST_PORT"),
-                 ("dashboard", BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")),
-                  "DASHBOARD_PORT"),
-                 ("mcp", str(instance.setting("MCP_HOST")), "MCP_PORT"))
+    listeners = [(name, host, key, int(instance.setting(key))) for name, host, key in (
+        ("rest", str(instance.setting("REST_HOST")), "REST_PORT"),
+        ("dashboard", BROADCAST_HOST if broadcast else str(instance.setting("DASHBOARD_HOST")), "DASHBOARD_PORT"),
+        ("mcp", str(instance.setting("MCP_HOST")), "MCP_PORT"))]
     seen: dict[int, str] = {}
-    for _, _, key in listeners:
-        port = int(instance.setting(key))
+    for _, _, key, port in listeners:
         if port in seen:
             raise InstanceError(f"{seen[port]} and {key} are both {port} in {instance.config_file}; give each service "
                                 "a port of its own")
         seen[port] = key
-    for name, host, key in listeners:
+    for name, host, key, port in listeners:
         if name not in skip:
-            check_port_free(host, int(instance.setting(key)), key, instance)
+            check_port_free(host, port, key, instance)
 
 
 def prepare(instance: Instance, *, broadcast: bool, running_now: dict[str, int]) -> str:

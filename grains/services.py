@@ -2,10 +2,10 @@
 code that creates grains; the store as a whole (embedding, linking, relations) is memory.store."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import connection
 
@@ -81,11 +81,16 @@ def store_item_validate(raw: Mapping, index: int | None = None) -> StoreItem:
                      content_hash(content))
 
 
-def _text(value: str, field: str, index: int | None) -> str:
+def _in_item(check: Callable[[Any, str], T], value: object, field: str, index: int | None) -> T:
+    """``check(value, field)`` (a shared validator), its refusal naming the item too."""
     try:
-        return unicode_text(value, field)
+        return check(value, field)
     except InvalidInput as exc:
         raise _bad(exc.message, field, index) from None
+
+
+def _text(value: str, field: str, index: int | None) -> str:
+    return _in_item(unicode_text, value, field, index)
 
 
 def _when(value: object, index: int | None) -> datetime | None:
@@ -93,10 +98,7 @@ def _when(value: object, index: int | None) -> datetime | None:
         return None
     if not isinstance(value, (str, datetime)):
         raise _bad("'occurred_at' must be an ISO 8601 date-time string", "occurred_at", index)
-    try:
-        return iso_datetime(value, "occurred_at")
-    except InvalidInput as exc:
-        raise _bad(exc.message, "occurred_at", index) from None
+    return _in_item(iso_datetime, value, "occurred_at", index)
 
 
 def _prior(provenance: str) -> float:
