@@ -102,6 +102,7 @@ CALLER_HEADERS = [
     {"name": "X-Flux-Role", "in": "header", "required": False, "schema": {"type": "string", "enum": CALLER_ROLES}},
 ]
 OBJECT = {"type": "object"}
+NO_FIELDS = {"type": "object", "additionalProperties": False}  # the body of an endpoint that takes no arguments
 
 
 # Every write: keys, foreign pages, body size, JSON only (api/middleware.py), a full database.
@@ -180,8 +181,9 @@ SCHEMA = {
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000}},
             ]),
         "/health/snapshot": _post(
-            "Take a health snapshot now: raise and clear warnings (the body is an empty JSON object)", OBJECT,
-            {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared")}, 503, parameters=[]),
+            "Take a health snapshot now: raise and clear warnings (the body is an empty JSON object)", NO_FIELDS,
+            {"200": _json(OBJECT, "The snapshot's status and the warnings raised and cleared")}, 400, 503,
+            parameters=[]),
         "/grains": _get(
             "List grains, newest first", {"200": _json({"type": "object", "required": ["grains"], "properties": {
                 "grains": {"type": "array", "items": _ref("Grain")}}}, "Grains")}, 400, 429,
@@ -233,13 +235,13 @@ SCHEMA = {
             ]),
         "/dreams/run": _post(
             "Run the dream cycle now (the body is an empty JSON object: the cycle takes no arguments); grains "
-            "stored since the last clustering are clustered first; one run at a time", OBJECT,
+            "stored since the last clustering are clustered first; one run at a time", NO_FIELDS,
             {"200": _json(OBJECT, "What the cycle did: candidates, accepted and rejected dream ids")},
             400, 409, parameters=[]),
         "/clusters/run": _post(
-            "Re-cluster the graph now (the body is an empty JSON object); one clustering at a time", OBJECT,
+            "Re-cluster the graph now (the body is an empty JSON object); one clustering at a time", NO_FIELDS,
             {"200": _json(OBJECT, "The clustering: clusters, grains clustered, created, kept, removed, seconds")},
-            409, parameters=[]),
+            400, 409, parameters=[]),
         "/clusters": _get(
             "Clusters of the graph, largest first", {"200": _json(OBJECT, "Clusters")}, 400, 429,
             parameters=[

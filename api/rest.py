@@ -92,8 +92,8 @@ def json_object(request: Request, *, allowed: set[str], required: set[str] = fro
         raise InvalidInput("the body must be a JSON object", details={"field": "body"})
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
-                           details={"field": unknown[0]})
+        takes = f"allowed: {', '.join(sorted(allowed))}" if allowed else "this endpoint takes none: send {}"
+        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; {takes}", details={"field": unknown[0]})
     missing = sorted(required - set(data))
     if missing:
         raise InvalidInput(f"missing field(s) {', '.join(missing)}", details={"field": missing[0]})

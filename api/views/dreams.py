@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, page_params
+from api.rest import booth_write, json_object, page_params
 from core.throttle import throttle
 from dreams.selectors import dream_list
 from memory.dreaming import dream_run
@@ -16,11 +16,12 @@ from memory.dreaming import dream_run
 class DreamRunView(APIView):
     """Runs on a read worker: only each dream's database write goes through the write queue.
 
-    Like every write it takes a JSON body (the middleware refuses any other), which may be empty: the cycle
-    takes no arguments.
+    Like every write it takes a JSON body (the middleware refuses any other): an empty object, or none (the cycle
+    takes no arguments: a field is refused, as every endpoint refuses one it does not take).
     """
 
     def post(self, request: Request) -> Response:
+        json_object(request, allowed=set())
         return Response(asdict(dream_run(run_write=booth_write)))
 
 

@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.rest import booth_write, int_param
+from api.rest import booth_write, int_param, json_object
 from core.booth import get_booth
 from memory.upkeep import vitals_snapshot
 from vitals.selectors import health_history, health_summary
@@ -25,9 +25,10 @@ class HealthHistoryView(APIView):
 
 
 class HealthSnapshotView(APIView):
-    """Take a snapshot now (the beat takes one every HEALTH_INTERVAL_SECONDS); the body is not read."""
+    """Take a snapshot now (the beat takes one every HEALTH_INTERVAL_SECONDS); the body is an empty object."""
 
     def post(self, request: Request) -> Response:
+        json_object(request, allowed=set())
         result = booth_write(vitals_snapshot)
         return Response({"created_at": result.snapshot.created_at, "status": result.snapshot.status,
                          "raised": result.raised, "cleared": result.cleared})

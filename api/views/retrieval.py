@@ -63,6 +63,7 @@ class ClusterRunView(APIView):
     through the write queue. Takes an empty JSON object."""
 
     def post(self, request: Request) -> Response:
+        json_object(request, allowed=set())
         result = cluster_rebuild(write=booth_write)
         if result.skipped:
             raise ClusteringRunning("a clustering is already running; wait for it to end, then run again")

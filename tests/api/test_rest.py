@@ -466,6 +466,21 @@ def test_an_operator_reclusters_on_demand(api):
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "clustering_running"
 
 
+def test_the_run_endpoints_take_an_empty_object_and_refuse_anything_else(api):
+    """They take no arguments: a field (a typo, a guess at an option) is refused as every endpoint refuses a field
+    it does not take, before anything runs."""
+    for path in ("/clusters/run", "/dreams/run", "/health/snapshot"):
+        for body, field in [({"force": True}, "force"), ([], "body"), (5, "body")]:
+            response = api.post(path, body)
+            assert response.status_code == 400, (path, body)
+            assert error_of(response)["details"]["field"] == field
+        assert "takes none" in error_of(api.post(path, {"force": True}))["message"]
+    assert not ActivityEvent.objects.filter(kind="graph.clusters_rebuilt").exists()
+    assert api.get("/health").json()["last_snapshot"] is None
+    for path in ("/clusters/run", "/dreams/run", "/health/snapshot"):
+        assert api.post(path, {}).status_code == 200
+
+
 def test_health_lists_every_signal_and_its_history(api):
     _store_and_retrieve(api)
     health = api.get("/health").json()
