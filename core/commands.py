@@ -2,14 +2,31 @@
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import OperationalError, ProgrammingError
+from django.db import OperationalError, ProgrammingError, connection
+
+from core.env import postgres_url
+
+
+def database_named() -> str:
+    """The database this process uses, as a message names it: its PostgreSQL URL without the password, or its
+    SQLite file."""
+    if connection.vendor == "postgresql":
+        return f"PostgreSQL at {postgres_url(connection.settings_dict, with_password=False)}"
+    return f"the SQLite file {connection.settings_dict['NAME']}"
 
 
 class FluxCommand(BaseCommand):
-    """A flux_* command: run on a database that has no tables yet (a new FLUX_DATA_DIR never migrated), it says so
-    in one line, with the fix, rather than with a traceback."""
+    """A flux_* command: on a database it cannot reach (a wrong DATABASE_URL, a server down) or that has no tables
+    yet (a new FLUX_DATA_DIR never migrated), it says so in one line, with the fix, rather than with a
+    traceback."""
 
     def execute(self, *args: object, **options: object) -> object:
+        try:
+            connection.ensure_connection()
+        except OperationalError as exc:
+            reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+            raise CommandError(f"cannot reach the database, {database_named()}: {reason[:300]}; check that its "
+                               "server runs and DATABASE_URL (host, port, user, password)") from None
         try:
             return super().execute(*args, **options)
         except (OperationalError, ProgrammingError) as exc:

@@ -74,21 +74,44 @@ def postgres_url(entry: dict, *, with_password: bool) -> str:
             f"/{quote(entry['NAME'])}")
 
 
+def masked_url(url: str) -> str:
+    """``url`` with its password, if any, shown as ***: what a message or a line printed may quote."""
+    try:
+        parsed = urlparse(url)
+        if parsed.password is None:
+            return url
+    except ValueError:
+        return re.sub(r"(//[^/:@]*:)[^@/]*@", r"\1***@", url)
+    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
+def _port_of(name: str, url: str) -> int | None:
+    try:
+        return urlparse(url).port
+    except ValueError:
+        raise SettingError(f"{name}={masked_url(url)!r} has a port that is not a port number (1-65535)") from None
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """Django DATABASES entry for a ``postgres://`` or ``sqlite:///`` URL."""
     parsed = urlparse(url)
     if parsed.scheme in POSTGRES_SCHEMES:
         name = parsed.path.lstrip("/")
         if not name:
-            raise SettingError(f"DATABASE_URL={url!r} names no database (postgres://user:pass@host:5432/NAME)")
+            raise SettingError(f"DATABASE_URL={masked_url(url)!r} names no database "
+                               "(postgres://user:pass@host:5432/NAME)")
+        port = _port_of("DATABASE_URL", url)
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(name),
             "USER": unquote(parsed.username or ""),
             "PASSWORD": unquote(parsed.password or ""),
             "HOST": parsed.hostname or "",
-            "PORT": str(parsed.port or ""),
+            "PORT": str(port or ""),
             "CONN_MAX_AGE": 60,
+            # A kept connection that the server dropped (a restart) is found out and replaced before a request
+            # uses it, rather than failing that request.
+            "CONN_HEALTH_CHECKS": True,
             # Flux runs many small queries (a retrieval about 20, each under a millisecond of work): starting
             # parallel workers for one costs 10-20 ms, more than the query (measured at 10,000 grains).
             "OPTIONS": {"options": "-c max_parallel_workers_per_gather=0"},
@@ -97,8 +120,29 @@ def database_from_url(url: str) -> dict[str, object]:
         # sqlite:///relative/path or sqlite:////absolute/path
         return sqlite_database(unquote(parsed.path[1:]))
     raise SettingError(
-        f"DATABASE_URL={url!r} has an unsupported scheme {parsed.scheme!r}; use postgres:// or sqlite:///"
+        f"DATABASE_URL={masked_url(url)!r} has an unsupported scheme {parsed.scheme!r}; use postgres:// or sqlite:///"
     )
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def redis_url_check(url: str) -> str:
+    """``url`` when it can name a Redis server (redis://, rediss:// or unix://, a numeric port), else SettingError."""
+    scheme = urlparse(url).scheme
+    if scheme not in REDIS_SCHEMES:
+        raise SettingError(f"REDIS_URL={masked_url(url)!r} has an unsupported scheme {scheme!r}; use "
+                           "redis://host:6379/0 (or rediss://, unix://)")
+    _port_of("REDIS_URL", url)
+    return url
+
+
+def infrastructure_check(environ: dict[str, str]) -> None:
+    """SettingError, naming the variable, unless DATABASE_URL and REDIS_URL (when set) can be used."""
+    if environ.get("DATABASE_URL"):
+        database_from_url(environ["DATABASE_URL"])
+    if environ.get("REDIS_URL"):
+        redis_url_check(environ["REDIS_URL"])
 
 
 # A commit checkpoints only once the log holds this many pages (SQLite's default is 1,000): by then the process's

@@ -15,6 +15,8 @@ import secrets
 import threading
 from pathlib import Path
 
+from core.files import write_private
+
 KEYS_FILE = "api-keys"
 KEY_PREFIX = "flux_"
 _CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
@@ -92,11 +94,7 @@ def remove_from_file(path: Path, client: str) -> int:
             removed += 1
         else:
             kept.append(pair)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.writelines(f"{c} {h}\n" for c, h in kept)
-    os.replace(tmp, path)
+    write_private(path, "".join(f"{c} {h}\n" for c, h in kept))
     return removed
 
 

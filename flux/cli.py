@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -11,12 +12,14 @@ import urllib.request
 from pathlib import Path
 
 from core.defaults import CHOICES
+from core.env import SettingError, infrastructure_check
+from core.files import write_private
 from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
 from core.net import http_answers
 from core.secret import SECRET_FILE, SecretError, instance_secret
 from core.version import flux_version
 from flux import processes
-from flux.instance import Instance, InstanceError, config_text, python
+from flux.instance import SERVERS, Instance, InstanceError, config_text, python, read_config
 from flux.integrations import write_snippets
 from flux.supervisor import Supervisor
 
@@ -29,18 +32,29 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise InstanceError(f"instance {args.name!r} already exists at {instance.path}; "
                             "use --force to rewrite its config and snippets (the database is kept)")
     mode = args.mode or _ask_mode(args.yes)
-    instance.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    instance.config_file.write_text(config_text({"OPERATING_MODE": mode}), encoding="utf-8")
+    # The servers of the environment are recorded (with --force, those already recorded are kept unless the
+    # environment names others), so that every later command uses them, whatever its shell holds.
+    kept = read_config(instance.config_file) if instance.config_file.exists() else {}
+    servers = {k: os.environ.get(k) or kept.get(k) for k in SERVERS if os.environ.get(k) or kept.get(k)}
     try:
-        instance_secret(instance.path)
-    except SecretError as exc:
+        infrastructure_check(servers)
+    except SettingError as exc:
         raise InstanceError(str(exc)) from None
-    processes.migrate(instance)
+    made = not instance.path.exists()
+    instance.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        write_private(instance.config_file, config_text({"OPERATING_MODE": mode, **servers}))
+        instance_secret(instance.path)
+        processes.migrate(instance)
+    except (InstanceError, SecretError) as exc:
+        if made:  # nothing half-made is left: the same command, corrected, starts afresh
+            shutil.rmtree(instance.path, ignore_errors=True)
+        raise InstanceError(str(exc)) from None
     written = write_snippets(instance)
     instance.make_private()
     print(f"Created instance {args.name!r} in {instance.path} (mode {mode}).")
     print(f"  config:       {instance.config_file}")
-    print(f"  database:     {instance.path / 'flux.sqlite3'}")
+    print(f"  database:     {instance.database()}")
     print(f"  secret:       {instance.path / SECRET_FILE} (random, readable by you only)")
     print(f"  MCP snippets: {', '.join(p.name for p in written)} in {instance.integrations}")
     print(f"Next: flux start --name {args.name}")
@@ -265,8 +279,9 @@ def _django(instance: Instance, argv: list[str], what: str) -> int:
                          stderr=None if what in ("export", "import") else subprocess.PIPE, text=True, timeout=7200)
     if out.returncode != 0:
         text = (out.stderr or "").strip()
-        error = text.splitlines()[-1] if text else f"exit code {out.returncode} (see above)"
-        raise InstanceError(f"{what} of {instance.name!r} failed: {error.removeprefix('CommandError: ')}")
+        error = processes.command_error(text) or (text.splitlines()[-1] if text
+                                                  else f"exit code {out.returncode} (see above)")
+        raise InstanceError(f"{what} of {instance.name!r} failed: {error}")
     print(out.stdout.strip())
     return 0
 

@@ -1,7 +1,10 @@
 """Instances on disk: ~/.flux/<name>/ (FLUX_HOME overrides the root), their config and environment.
 
 config.yaml holds flat ``KEY: value`` lines (YAML scalars), every key a setting
-of the settings table; comments and blank lines are ignored. No Django import.
+of the settings table or one of the servers an instance uses (DATABASE_URL,
+REDIS_URL: ``flux init`` records those of its environment, so that every later
+command uses the same database whatever its shell holds); comments and blank
+lines are ignored. No Django import.
 """
 from __future__ import annotations
 
@@ -12,10 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.defaults import DEFAULTS, SETTINGS
-from core.env import SettingError, parse_value
+from core.env import SettingError, infrastructure_check, masked_url, parse_value
+from core.files import write_private
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*:\s*(.*?)\s*$")
+# The servers an instance uses, kept in its config.yaml beside the settings (docs/settings.md, "Environment").
+SERVERS = {"DATABASE_URL": "postgres://user:pass@host:5432/name selects PostgreSQL (unset: SQLite in this folder).",
+           "REDIS_URL": "redis://host:6379/0: the Celery broker, the rate-limit cache and the live events."}
 
 
 class InstanceError(Exception):
@@ -73,9 +80,22 @@ class Instance:
         return self.config().get(name, DEFAULTS[name])
 
     def environ(self) -> dict[str, str]:
-        """The environment of every process of this instance."""
+        """The environment of every process of this instance. A server its config.yaml names is used; the shell
+        naming another one is refused (a command would act on another database than the instance's)."""
+        config = self.config()
+        for key in SERVERS:
+            shell = os.environ.get(key, "")
+            if key in config and shell and shell != config[key]:
+                raise InstanceError(f"{key} in the environment ({masked_url(shell)}) is not the one instance "
+                                    f"{self.name!r} uses ({masked_url(str(config[key]))}, in {self.config_file}); "
+                                    f"unset it, or change {key} in that file")
         env = {k: v for k, v in os.environ.items() if k not in DEFAULTS and k != "DJANGO_SETTINGS_MODULE"}
-        env.update({k: _env_text(v) for k, v in self.config().items()})
+        env.update({k: _env_text(v) for k, v in config.items()})
+        try:
+            infrastructure_check(env)
+        except SettingError as exc:
+            where = self.config_file if any(k in config for k in SERVERS) else "the environment"
+            raise InstanceError(f"{exc} (in {where})") from None
         env["FLUX_DATA_DIR"] = str(self.path)
         env["DJANGO_SETTINGS_MODULE"] = "fluxsite.settings"
         root = str(Path(__file__).resolve().parent.parent)
@@ -94,10 +114,7 @@ class Instance:
         lines = self.config_file.read_text(encoding="utf-8").splitlines()
         at = next((i for i, raw in enumerate(lines) if raw.lstrip("# ").startswith(f"{key}:")), None)
         lines = lines[:at] + [line] + lines[at + 1:] if at is not None else [*lines, line]
-        tmp = self.config_file.with_name("config.yaml.tmp")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.chmod(0o600)
-        os.replace(tmp, self.config_file)
+        write_private(self.config_file, "\n".join(lines) + "\n")
 
     def make_private(self) -> None:
         """The folder and everything in it the owner's alone: folders 0700, files 0600 (older instances too)."""
@@ -109,6 +126,11 @@ class Instance:
                 path = os.path.join(root, name)
                 if not os.path.islink(path):
                     os.chmod(path, 0o600)
+
+    def database(self) -> str:
+        """Where the instance's data is, to show: its PostgreSQL URL without the password, or its SQLite file."""
+        url = self.environ().get("DATABASE_URL")
+        return masked_url(url) if url else str(self.path / "flux.sqlite3")
 
     def rest_url(self) -> str:
         return _url(str(self.setting("REST_HOST")), self.setting("REST_PORT"))
@@ -142,12 +164,14 @@ def read_config(path: Path) -> dict[str, object]:
         if not match:
             raise InstanceError(f"{where}: expected 'KEY: value', got {raw.strip()!r}")
         key, text = match.groups()
-        if key not in DEFAULTS:
+        if key not in DEFAULTS and key not in SERVERS:
             raise InstanceError(f"{where}: unknown setting {key!r}; see docs/settings.md")
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
         try:
-            values[key] = parse_value(key, text, DEFAULTS[key])
+            values[key] = parse_value(key, text, DEFAULTS[key]) if key in DEFAULTS else text
+            if key in SERVERS and text:
+                infrastructure_check({key: text})
         except SettingError as exc:
             raise InstanceError(f"{where}: {exc}") from None
     return values
@@ -168,6 +192,9 @@ def config_text(values: dict[str, object]) -> str:
         if isinstance(value, str) and (not shown or ":" in shown or shown != shown.strip()):
             shown = f'"{shown}"'
         lines.append(f"{'' if s.name in values else '# '}{s.name}: {shown}")
+    lines += ["", "# --- Servers (recorded by flux init from its environment; private: this file is 0600) ---"]
+    for key, text in SERVERS.items():
+        lines += [f"# {text}", f'{key}: "{values[key]}"' if values.get(key) else f'# {key}: ""']
     return "\n".join(lines) + "\n"
 
 

@@ -164,6 +164,12 @@ def check_port_free(host: str, port: int, key: str, instance: Instance) -> None:
                                 f"{instance.config_file}") from None
 
 
+def command_error(stderr: str | None) -> str | None:
+    """The one line a management command that failed on purpose said (its CommandError), if it did."""
+    lines = (stderr or "").strip().splitlines()
+    return lines[-1].removeprefix("CommandError: ") if lines and lines[-1].startswith("CommandError: ") else None
+
+
 def migrate(instance: Instance) -> None:
     """Check and migrate the database and prepare the Celery broker, before any process of the instance starts;
     warnings (a damaged broker file made anew) are printed."""
@@ -173,7 +179,9 @@ def migrate(instance: Instance) -> None:
         out = subprocess.run([python(), "-m", "django", *argv], env=instance.environ(), cwd=instance.path,
                              capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
-            raise InstanceError(f"{step} of {instance.name!r} failed:\n{out.stderr.strip()[-2000:]}")
+            said = command_error(out.stderr)
+            raise InstanceError(f"{step} of {instance.name!r} failed:"
+                                + (f" {said}" if said else f"\n{out.stderr.strip()[-2000:]}"))
         for line in out.stdout.splitlines():
             if line.startswith("warning: "):
                 print(f"flux: {line}", flush=True)

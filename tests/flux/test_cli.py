@@ -5,6 +5,7 @@ import http.cookiejar
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import urllib.error
@@ -160,6 +161,51 @@ def test_manage_commands_say_a_missing_schema_and_an_unwritable_backup_in_one_li
     out = manage("flux_backup", "--to", "/proc/flux-backup.sqlite3")
     assert out.returncode == 1 and "cannot write the copy at /proc/flux-backup.sqlite3" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("variable,value,text", [
+    ("DATABASE_URL", "postgres://flux:topsecret@127.0.0.1:{port}/flux", "cannot reach the database, PostgreSQL at"),
+    ("DATABASE_URL", "postgres://flux:topsecret@127.0.0.1:notaport/flux", "not a port number"),
+    ("DATABASE_URL", "postgres://flux:topsecret@127.0.0.1:5432/", "names no database"),
+    ("DATABASE_URL", "mysql://flux:topsecret@127.0.0.1/flux", "unsupported scheme 'mysql'"),
+    ("REDIS_URL", "redis://:topsecret@127.0.0.1:{port}/0", "cannot reach Redis at redis://:***@127.0.0.1:"),
+    ("REDIS_URL", "http://127.0.0.1:{port}", "unsupported scheme 'http'"),
+])
+def test_a_wrong_server_url_is_one_line_and_init_leaves_nothing(tmp_path, variable, value, text):
+    """A server that does not answer, or a URL that cannot name one: one line naming it (its password hidden),
+    and no half-made instance, so the same command, corrected, just works."""
+    out = flux(tmp_path, "init", "--name", "mem", "--yes", **{variable: value.format(port=free_port())})
+    assert out.returncode == 1 and text in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "topsecret" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not (tmp_path / "mem").exists()
+
+
+def test_the_database_init_was_given_is_the_one_every_later_command_uses(tmp_path):
+    """DATABASE_URL recorded in config.yaml (0600) by init: a later command whose shell lacks it uses it, not a new
+    SQLite file in the folder; a shell naming another database is refused; init --force keeps it."""
+    home, other = tmp_path / "home", tmp_path / "elsewhere"
+    other.mkdir()
+    url = f"sqlite:///{other / 'memory.sqlite3'}"
+    made = flux(home, "init", "--name", "mem", "--yes", DATABASE_URL=url)
+    assert made.returncode == 0, made.stderr
+    assert f"database:     {url}" in made.stdout
+    config = home / "mem" / "config.yaml"
+    assert f'\nDATABASE_URL: "{url}"\n' in config.read_text() and config.stat().st_mode & 0o777 == 0o600
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    backup = tmp_path / "copy.sqlite3"
+    out = subprocess.run([sys.executable, "-m", "flux", "backup", "--name", "mem", "--to", str(backup)], cwd=ROOT,
+                         env={**env, "FLUX_HOME": str(home)}, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    with sqlite3.connect(backup) as copy:  # the recorded database's tables, not an empty new file's
+        assert copy.execute("SELECT count(*) FROM django_migrations").fetchone()[0] > 10
+    assert not (home / "mem" / "flux.sqlite3").exists()
+    refused = flux(home, "backup", "--name", "mem", "--to", str(backup),
+                   DATABASE_URL="postgres://flux:topsecret@127.0.0.1:5432/other")
+    assert refused.returncode == 1 and "is not the one instance 'mem' uses" in refused.stderr, refused.stderr
+    assert "postgres://flux:***@127.0.0.1:5432/other" in refused.stderr and "topsecret" not in refused.stderr
+    again = subprocess.run([sys.executable, "-m", "flux", "init", "--name", "mem", "--yes", "--force"], cwd=ROOT,
+                           env={**env, "FLUX_HOME": str(home)}, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0 and f'\nDATABASE_URL: "{url}"\n' in config.read_text(), again.stderr
 
 
 @pytest.mark.parametrize("flag", ["--web-workers", "--workers"])
