@@ -29,8 +29,8 @@ def _errors(*codes: int) -> dict:
             409: "Conflict (tombstoned, already rated, feedback owed, a dream run or clustering already running)",
             413: "The body is larger than MAX_REQUEST_BYTES", 415: "A write whose body is not application/json",
             429: "Rate limited (Retry-After header)", 502: "The LLM answered badly (flux_extracts mode)",
-            503: "Write queue full (Retry-After header), the database read-only, or the LLM unreachable "
-                 "(flux_extracts mode)",
+            503: "Write queue full (Retry-After header), the database read-only or not answering (PostgreSQL "
+                 "down or restarting: database_unavailable, Retry-After), or the LLM unreachable (flux_extracts mode)",
             507: "The database is full (disk, or MAX_DATABASE_MB): nothing was written (Retry-After header)"}
     return {str(c): _json(_ref("Error"), text[c]) for c in codes}
 

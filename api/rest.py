@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.booth import get_booth
-from core.errors import FluxError, InvalidInput, TooLarge, storage_error
+from core.errors import FluxError, InvalidInput, TooLarge, storage_error, unreachable_error
 from core.http import error_body, flux_error_response
 from core.validate import MAX_OFFSET, int_query
 from grains.callers import parse_caller, refuse_reserved
@@ -36,7 +36,7 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     """DRF exception handler: FluxError and DRF's own errors, all in the one contract."""
     if isinstance(exc, FluxError):
         return flux_error_response(exc)
-    if isinstance(exc, DatabaseError) and (storage := storage_error(exc)) is not None:
+    if isinstance(exc, DatabaseError) and (storage := storage_error(exc) or unreachable_error(exc)) is not None:
         log.warning("storage failure in %s: %s", context.get("view"), exc)
         return flux_error_response(storage)
     if isinstance(exc, RequestDataTooBig):

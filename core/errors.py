@@ -132,7 +132,19 @@ class StorageReadOnly(FluxError):
     status = 503
 
 
+class DatabaseUnavailable(FluxError):
+    """The database server does not answer (stopped, restarting, out of reach): nothing of the request was done."""
+
+    code = "database_unavailable"
+    status = 503
+
+
 DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
+# PostgreSQL's connection_exception class, and the server shutting down or starting up.
+GONE_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+# What a database driver says when its server is gone, for the failures that carry no SQLSTATE (connecting).
+GONE_TEXTS = ("connection failed", "server closed the connection", "connection is closed", "connection already closed",
+              "terminating connection", "could not connect", "connection refused", "no connection to the server")
 
 
 def storage_error(exc: BaseException) -> FluxError | None:
@@ -148,3 +160,14 @@ def storage_error(exc: BaseException) -> FluxError | None:
                                "request was written; make it writable and retry; reads go on",
                                details={"retry_after": 30})
     return None
+
+
+def unreachable_error(exc: BaseException) -> FluxError | None:
+    """The project's error for a database failure that is its server's absence, not the request's."""
+    state = getattr(exc.__cause__, "sqlstate", None) or ""
+    text = str(exc).lower()
+    if not (type(exc).__name__ == "InterfaceError" or state.startswith(GONE_SQLSTATES)
+            or any(t in text for t in GONE_TEXTS)):
+        return None
+    return DatabaseUnavailable("the database does not answer (its server is stopped, restarting or out of reach): "
+                               "nothing of this request was done; retry shortly", details={"retry_after": 5})

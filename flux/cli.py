@@ -217,6 +217,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             health = json.loads(response.read())
+    except urllib.error.HTTPError as exc:  # the service answers, with why it cannot tell its health
+        print(f"  health:    {exc.code}: {_error_message(exc)}")
+        return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"  health:    not answering ({exc})")
         return 1
@@ -240,6 +243,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     for warning in health["warnings"] or [{"message": "none"}]:
         print(f"  warning:   {warning['message']}")
     return 0 if healthy else 1
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    """The message of the service's error answer (its JSON error contract), else the HTTP reason."""
+    try:
+        return str(json.loads(exc.read())["error"]["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return str(exc.reason)
 
 
 def cmd_backup(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,9 +39,18 @@ def _postgres_bin() -> str | None:
     return os.path.dirname(found[-1]) if found else None
 
 
+_CLUSTERS: dict[str, Callable[[str], None]] = {}  # by DATABASE_URL, what stops or starts the cluster again
+
+
+def postgres_control(url: str, action: str) -> None:
+    """``stop`` (fast: sessions cut) or ``start`` again, on the same port, the cluster of ``postgres_server``."""
+    _CLUSTERS[url](action)
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster on 127.0.0.1; yields its DATABASE_URL.
+    """A throwaway PostgreSQL cluster on 127.0.0.1; yields its DATABASE_URL (``postgres_control`` stops and
+    starts it while it lasts).
 
     Its folder is a new one under the system temp dir, which the postgres user
     can enter (the server refuses to run as root).
@@ -55,12 +64,17 @@ def postgres_server() -> Iterator[str]:
     run = lambda *cmd: subprocess.run([*as_postgres, *cmd], check=True, capture_output=True, timeout=120)  # noqa: E731
     run(f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "flux")
     opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run(f"{bindir}/pg_ctl", "-D", str(data), "-o", opts, "-l", str(base / "log"), "-w", "start")
+    control = {"start": ["-o", opts, "-l", str(base / "log"), "-w", "start"], "stop": ["-m", "fast", "-w", "stop"]}
+    run(f"{bindir}/pg_ctl", "-D", str(data), *control["start"])
+    url = f"postgres://flux@127.0.0.1:{port}/flux"
+    _CLUSTERS[url] = lambda action: run(f"{bindir}/pg_ctl", "-D", str(data), *control[action])
     try:
         run(f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "flux", "flux")
-        yield f"postgres://flux@127.0.0.1:{port}/flux"
+        yield url
     finally:
-        run(f"{bindir}/pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+        _CLUSTERS.pop(url, None)
+        subprocess.run([*as_postgres, f"{bindir}/pg_ctl", "-D", str(data), *control["stop"]], capture_output=True,
+                       timeout=120)  # already stopped by a test: nothing to do
         shutil.rmtree(base, ignore_errors=True)
 
 

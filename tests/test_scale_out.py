@@ -22,7 +22,7 @@ from websockets.sync.client import connect
 
 from core.net import free_port
 from tests.flux.test_cli import alive, flux
-from tests.servers import ROOT, dashboard_server, flux_server, postgres_server, redis_server
+from tests.servers import ROOT, dashboard_server, flux_server, postgres_control, postgres_server, redis_server
 
 pytestmark = pytest.mark.slow  # PostgreSQL, Redis and five Django processes
 
@@ -185,3 +185,26 @@ def test_flux_start_runs_web_workers_rest_processes_on_one_port(tmp_path):
         assert "rest-2:" in status.stdout
     finally:
         flux(home, "stop", "--name", "mem")
+
+
+def test_postgresql_down_is_a_503_that_says_so_and_back_is_served_at_once(tmp_path):
+    """PostgreSQL stopped under a running REST process: each call is a 503 database_unavailable with Retry-After
+    (the SDK retries it), never a bare 500; started again, the very next calls are served (a kept connection the
+    server dropped is found out before a request uses it)."""
+    with postgres_server() as url, flux_server(tmp_path / "rest", DATABASE_URL=url) as (base, _):
+        assert call(base, "/store", {"content": "Lena grows tomatoes in the greenhouse"})[0] == 201
+        assert call(base, "/retrieve", {"query": "greenhouse tomatoes"})[0] == 200
+        postgres_control(url, "stop")
+        for path, body in (("/retrieve", {"query": "greenhouse tomatoes"}), ("/store", {"content": "Lena sells"}),
+                           ("/health", None)):
+            request = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json", "X-Caller-Id": "pg:test"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+            answer = json.loads(refused.value.read())
+            assert refused.value.code == 503 and answer["error"]["code"] == "database_unavailable", (path, answer)
+            assert refused.value.headers["Retry-After"] == "5"
+        postgres_control(url, "start")
+        statuses = [call(base, "/retrieve", {"query": "greenhouse tomatoes"})[0] for _ in range(8)]
+        assert statuses == [200] * 8
+        assert call(base, "/store", {"content": "Lena sells tomatoes at the market"})[0] == 201
