@@ -495,14 +495,20 @@ def test_a_service_killed_is_restarted_and_status_tells_the_truth(instance):
     assert urllib.request.urlopen(request, timeout=30).status == 201
 
 
-def test_services_outliving_their_supervisor_are_adopted_not_started_twice(instance):
+@pytest.mark.parametrize("web_workers", [1, 2])
+def test_services_outliving_their_supervisor_are_adopted_not_started_twice(instance, web_workers):
+    """With two REST processes, one killed with the supervisor: the other still holds the shared port, and is
+    adopted beside the others while the dead one starts again (its own port is no other program's)."""
     import signal
 
     home, _ = instance
-    assert flux(home, "start", "--name", "mem").returncode == 0
-    before = {s: _pid(home, s) for s in ("rest", "dashboard", "worker", "mcp")}
+    assert flux(home, "start", "--name", "mem", "--web-workers", str(web_workers)).returncode == 0
+    names = ("rest", "dashboard", "worker", "mcp", *(["rest-2"] if web_workers > 1 else []))
+    before = {s: _pid(home, s) for s in names}
     supervisor = _pid(home, "supervisor")
     os.kill(supervisor, signal.SIGKILL)
+    if web_workers > 1:
+        os.kill(before.pop("rest"), signal.SIGKILL)
     assert _until(lambda: not alive(supervisor))
     orphaned = flux(home, "status", "--name", "mem")
     assert orphaned.returncode == 1 and "the services run unsupervised" in orphaned.stdout
@@ -510,6 +516,7 @@ def test_services_outliving_their_supervisor_are_adopted_not_started_twice(insta
     assert adopted.returncode == 0 and "running without their supervisor" in adopted.stdout, adopted.stderr
     assert {s: _pid(home, s) for s in before} == before and all(alive(p) for p in before.values())
     assert alive(_pid(home, "supervisor")) and _pid(home, "supervisor") != supervisor
-    assert flux(home, "status", "--name", "mem").returncode == 0
+    assert _until(lambda: flux(home, "status", "--name", "mem").returncode == 0)
+    before["rest"] = _pid(home, "rest")
     stopped = flux(home, "stop", "--name", "mem")
     assert stopped.returncode == 0 and not any(alive(p) for p in before.values())
