@@ -96,7 +96,10 @@ def cmd_start(args: argparse.Namespace) -> int:
                   f"logs in {instance.log_dir}")
             _started(instance, args)
             return 0
-        (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")  # this process, before the lock goes
+        # This process, before the lock goes; working in the instance's folder, as every process of it does: so
+        # its pid file is known to be its own (processes.live_pid).
+        os.chdir(instance.path)
+        (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")
     return _start_foreground(instance, args)
 
 

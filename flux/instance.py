@@ -30,7 +30,7 @@ class InstanceError(Exception):
 
 
 def flux_home() -> Path:
-    return Path(os.environ.get("FLUX_HOME") or Path.home() / ".flux").expanduser()
+    return Path(os.environ.get("FLUX_HOME") or Path.home() / ".flux").expanduser().absolute()
 
 
 def check_name(name: str) -> str:

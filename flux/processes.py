@@ -114,14 +114,17 @@ def pid_file(instance: Instance, service: Service) -> Path:
 
 
 def live_pid(path: Path, marker: str) -> int | None:
-    """The pid in ``path`` if it names a live process whose command line has ``marker``; a stale file is removed."""
+    """The pid in ``path`` (a file in an instance's run/) if it names a live process of that instance: its command
+    line has ``marker`` and it works in the instance's folder (every process of an instance is started there), so
+    that a pid reused by another program, or a pid file copied from another instance, is never reported or
+    signalled. A stale file is removed."""
     try:
         pid = int(path.read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        ours = marker in cmdline and os.path.samefile(f"/proc/{pid}/cwd", path.parent.parent)
     except (OSError, ValueError):
-        path.unlink(missing_ok=True)
-        return None
-    if marker not in cmdline:
+        ours = False
+    if not ours:
         path.unlink(missing_ok=True)
         return None
     return pid

@@ -495,6 +495,41 @@ def test_a_service_killed_is_restarted_and_status_tells_the_truth(instance):
     assert urllib.request.urlopen(request, timeout=30).status == 201
 
 
+def test_a_pid_file_naming_another_program_is_never_acted_on(instance, tmp_path):
+    """Pid files naming live processes that are not the instance's, though their command lines carry the words
+    looked for (a reused pid, a file copied from another instance): status and start ignore them, stop signals
+    none of them."""
+    home, _ = instance
+    others = tmp_path / "elsewhere"
+    others.mkdir()
+    strangers = {name: subprocess.Popen([argv0, "600"], executable="/bin/sleep", cwd=others)
+                 for name, argv0 in (("supervisor", "fluxnotes-viewer"), ("rest", "fluxsite.asgi-lookalike"))}
+    try:
+        run = home / "mem" / "run"
+        run.mkdir(exist_ok=True)
+        for name, proc in strangers.items():
+            (run / f"{name}.pid").write_text(f"{proc.pid}\n")
+        status = flux(home, "status", "--name", "mem")
+        assert status.returncode == 1 and "not running" in status.stdout
+        assert str(strangers["rest"].pid) not in status.stdout
+        for name, proc in strangers.items():
+            (run / f"{name}.pid").write_text(f"{proc.pid}\n")
+        stopped = flux(home, "stop", "--name", "mem")
+        assert all(proc.poll() is None for proc in strangers.values()), stopped.stdout
+        for name, proc in strangers.items():
+            (run / f"{name}.pid").write_text(f"{proc.pid}\n")
+        started = flux(home, "start", "--name", "mem")
+        assert started.returncode == 0 and "Started instance 'mem'" in started.stdout, started.stdout + started.stderr
+        assert _pid(home, "supervisor") not in (None, strangers["supervisor"].pid)
+        assert _pid(home, "rest") not in (None, strangers["rest"].pid)
+        assert flux(home, "stop", "--name", "mem").returncode == 0
+        assert all(proc.poll() is None for proc in strangers.values())
+    finally:
+        for proc in strangers.values():
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.parametrize("web_workers", [1, 2])
 def test_services_outliving_their_supervisor_are_adopted_not_started_twice(instance, web_workers):
     """With two REST processes, one killed with the supervisor: the other still holds the shared port, and is
