@@ -109,8 +109,8 @@ class Flux:
         return _first_id(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)}))
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
-        items = [{**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item)
-                 for item in items]
+        items = [({**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item))
+                 if isinstance(item, Mapping) else item for item in items]  # the service names an item that is not
         return [r["grain"]["id"] for r in self._post("/store/batch", {"items": items})["items"]]
 
     def retrieve(self, query: str, *, limit: int | None = None, include_quarantined: bool = False) -> RetrieveResult:

@@ -108,6 +108,9 @@ def test_the_sdk_says_a_malformed_caller_a_bad_id_and_a_url_with_nothing_there_p
     with pytest.raises(InvalidInput) as bad:
         Flux.connect(base, caller="sdk:chat").grain(-1)
     assert bad.value.details["field"] == "grain_id"
+    with pytest.raises(InvalidInput) as strings:  # items are {"content": ...}: the service names the first that is not
+        Flux.connect(base, caller="sdk:chat").store_batch(["a fact", "another"])
+    assert strings.value.details.get("index") == 0 and "object" in strings.value.message, strings.value.message
     with pytest.raises(ServiceUnavailable) as down:
         Flux.connect(f"http://127.0.0.1:{free_port()}", caller="sdk:chat").health()
     assert "Start it with `flux start` where it is served, then retry" in down.value.message
