@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -17,10 +18,12 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import FluxError
+from core.errors import FluxError, InvalidInput
+from core.keys import CLIENT_NAME
 
 DEFAULT_TIMEOUT = 30.0
 RETRY_STATUSES = (429, 503)
+_ROLE = re.compile(r"^[a-z_]{1,40}$")  # the service says which roles there are
 Caller = tuple[str, str]
 """(client, role), sent as X-Flux-Client and X-Flux-Role."""
 
@@ -119,7 +122,13 @@ class RestClient:
         if has_body:
             headers["Content-Type"] = "application/json"
         if caller is not None:
-            headers["X-Flux-Client"], headers["X-Flux-Role"] = caller
+            client, role = caller
+            if not isinstance(client, str) or not CLIENT_NAME.match(client):
+                raise InvalidInput(f"client {client!r} must be 1-100 characters of letters, digits and ._@+- "
+                                   "(e.g. 'codex')", details={"field": "client"})
+            if not isinstance(role, str) or not _ROLE.match(role):
+                raise InvalidInput(f"role {role!r} is not a role name (e.g. 'chat')", details={"field": "role"})
+            headers["X-Flux-Client"], headers["X-Flux-Role"] = client, role
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         return headers
@@ -156,6 +165,9 @@ class RestClient:
             except http.client.HTTPException as exc:
                 self.close()
                 raise self._not_flux(None, f"an answer that is not HTTP ({exc.__class__.__name__})") from None
+            except BaseException:
+                self.close()  # whatever failed half-way, the next call starts on a connection of its own
+                raise
             if response.getheader("Connection", "").lower() == "close":
                 self.close()
             return response.status, raw, _retry_after(response.getheader("Retry-After"))

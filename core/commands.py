@@ -20,9 +20,12 @@ class FluxCommand(BaseCommand):
     yet (a new FLUX_DATA_DIR never migrated), it says so in one line, with the fix, rather than with a
     traceback."""
 
+    reaches_database = True  # False for a command that never opens the default database (it says so itself)
+
     def execute(self, *args: object, **options: object) -> object:
         try:
-            connection.ensure_connection()
+            if self.reaches_database and connection.vendor != "sqlite":  # a SQLite file is opened when first used
+                connection.ensure_connection()
         except OperationalError as exc:
             reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
             raise CommandError(f"cannot reach the database, {database_named()}: {reason[:300]}; check that its "

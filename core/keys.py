@@ -19,7 +19,7 @@ from core.files import write_private
 
 KEYS_FILE = "api-keys"
 KEY_PREFIX = "flux_"
-_CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
+CLIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")  # what a caller's client may be called
 _LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._@+-]{0,99}) ([0-9a-f]{64})$")
 
 
@@ -36,7 +36,7 @@ def new_key() -> str:
 
 
 def check_client(client: str) -> str:
-    if not _CLIENT.match(client or ""):
+    if not CLIENT_NAME.match(client or ""):
         raise KeySettingError(f"client {client!r} must be 1-100 letters, digits or ._@+- (e.g. 'codex')")
     if client.lower().startswith("flux-"):
         raise KeySettingError(f"client names starting with 'flux-' are reserved for Flux Memory's own processes: "

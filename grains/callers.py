@@ -6,19 +6,18 @@ the evaluation tools) and are refused from outside (REST headers, MCP tool argum
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 
 from core.booth import inline
 from core.bulk import bulk_fetch
 from core.errors import CallerBlocked, InvalidInput, ReservedIdentity
+from core.keys import CLIENT_NAME
 from grains.models import Caller, Role
 
 ANONYMOUS = ("anonymous", Role.UNKNOWN.value)
 CALLER_ROLES = [r.value for r in Role if r != Role.UNKNOWN]
 RESERVED_PREFIX = "flux-"
-_CLIENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
 
 
 def parse_caller(caller: str | None = None, *, client: str | None = None, role: str | None = None) -> tuple[str, str]:
@@ -32,7 +31,7 @@ def parse_caller(caller: str | None = None, *, client: str | None = None, role: 
         client, role = caller.split(":")
     if client is None and role is None:
         return ANONYMOUS
-    if not isinstance(client, str) or not _CLIENT.match(client):
+    if not isinstance(client, str) or not CLIENT_NAME.match(client):
         raise InvalidInput(
             f"client {client!r} must be 1-100 characters of letters, digits and ._@+- (e.g. 'codex')",
             details={"field": "client"},

@@ -27,20 +27,22 @@ PATH = "/mcp"
 
 
 class KeyGate:
-    """ASGI middleware: with keys configured, HTTP requests need a valid bearer key (401 otherwise)."""
+    """ASGI middleware: with keys configured, HTTP requests need a valid bearer key (401 otherwise). A GET of the
+    endpoint is 405, as the protocol allows a server that offers no stream of its own: stateless, this one has
+    nothing to send on it (the SDK's app would hold it open for ever, sending pings)."""
 
     def __init__(self, app: ASGIApp, keyring: Keyring) -> None:
         self.app, self.keyring = app, keyring
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.keyring.enabled and not self._allowed(scope):
-            body = json.dumps({"error": {"code": "unauthorized", "message": "this memory requires an API key: send "
-                                         "Authorization: Bearer <key> (`flux keys add --name <instance> CLIENT`)",
-                                         "details": {}}}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="flux-memory"')]})
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(send, 401, "unauthorized", "this memory requires an API key: send Authorization: Bearer "
+                          "<key> (`flux keys add --name <instance> CLIENT`)",
+                          (b"www-authenticate", b'Bearer realm="flux-memory"'))
+            return
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == PATH:
+            await _refuse(send, 405, "method_not_allowed", f"this server offers no stream: POST JSON-RPC to {PATH} "
+                          "(the answer comes in the response)", (b"allow", b"POST"))
             return
         await self.app(scope, receive, send)
 
@@ -48,6 +50,14 @@ class KeyGate:
         value = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, key = value.partition(" ")
         return scheme.lower() == "bearer" and bool(key.strip()) and self.keyring.client_of(key.strip()) is not None
+
+
+async def _refuse(send: Send, status: int, code: str, message: str, *headers: tuple[bytes, bytes]) -> None:
+    """An answer in Flux Memory's error contract, before the protocol sees the request."""
+    body = json.dumps({"error": {"code": code, "message": message, "details": {}}}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(*, host: str, data_dir: Path, api_keys: str, rest: FluxClient | None = None) -> ASGIApp:

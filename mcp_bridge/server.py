@@ -1,7 +1,8 @@
 """The Flux Memory MCP server: six tools, each one call to the running REST service.
 
 Built on the official SDK's high-level ``MCPServer``: typed arguments give
-each tool a precise input schema, a returned dict becomes structured content
+each tool a precise input schema (numbers and flags strict, as REST takes them: "5" is no limit, "yes" no
+flag), a returned dict becomes structured content
 (plus the same JSON as text), and a raised ``ToolError`` reaches the agent as
 a tool error (``isError``) carrying the service's code and message. Nothing
 here opens the database: the bridge is only a client of the service.
@@ -89,7 +90,7 @@ class FluxTools:
                                                          "Flux links facts of one context.")] = None,
         occurred_at: Annotated[str | None, Field(description="When the fact happened, ISO 8601, e.g. "
                                                              "'2026-05-01T10:00:00Z'.")] = None,
-        restore: Annotated[bool, Field(description="Store content that was forgotten (error tombstoned) "
+        restore: Annotated[bool, Field(strict=True, description="Store content that was forgotten (error tombstoned) "
                                                    "again; only when the user asks for it.")] = False,
         caller_id: CallerId = None,
         client: ClientName = None,
@@ -109,8 +110,9 @@ class FluxTools:
     def flux_retrieve(
         self,
         query: Annotated[str, Field(description="What to remember about: the user's request or a topic.")],
-        limit: Annotated[int | None, Field(ge=1, le=100, description="Most grains to return; the instance's "
-                                                                     "TOP_K when omitted.")] = None,
+        limit: Annotated[int | None, Field(strict=True, ge=1, le=100,
+                                           description="Most grains to return; the instance's TOP_K when omitted.")]
+        = None,
         caller_id: CallerId = None,
         client: ClientName = None,
         role: RoleName = None,
@@ -128,9 +130,9 @@ class FluxTools:
 
     def flux_feedback(
         self,
-        trace_id: Annotated[int, Field(ge=1, description="The trace_id that flux_retrieve returned.")],
-        grain_id: Annotated[int, Field(ge=1, description="The id of one grain of that retrieval.")],
-        useful: Annotated[bool, Field(description="True if the grain helped your answer, false if not.")],
+        trace_id: Annotated[int, Field(strict=True, ge=1, description="The trace_id that flux_retrieve returned.")],
+        grain_id: Annotated[int, Field(strict=True, ge=1, description="The id of one grain of that retrieval.")],
+        useful: Annotated[bool, Field(strict=True, description="True if the grain helped your answer, false if not.")],
         caller_id: CallerId = None,
         client: ClientName = None,
         role: RoleName = None,
@@ -152,8 +154,8 @@ class FluxTools:
     def flux_list_grains(
         self,
         status: Annotated[Status | None, Field(description="Only grains of this status; all when omitted.")] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Most grains to list.")] = 50,
-        offset: Annotated[int, Field(ge=0, description="Grains to skip, for paging.")] = 0,
+        limit: Annotated[int, Field(strict=True, ge=1, le=1000, description="Most grains to list.")] = 50,
+        offset: Annotated[int, Field(strict=True, ge=0, description="Grains to skip, for paging.")] = 0,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """List stored grains, newest first (for inspecting memory, not for answering: use flux_retrieve)."""
@@ -192,7 +194,8 @@ class _Server(MCPServer):
         unknown = sorted(set(arguments) - self.takes.get(name, frozenset(arguments)))
         if unknown:
             raise tool_error(InvalidInput(
-                f"unknown argument(s) {', '.join(unknown)}; {name} takes {', '.join(sorted(self.takes[name]))}",
+                f"unknown argument(s) {', '.join(unknown)}; {name} takes "
+                + (", ".join(sorted(self.takes[name])) or "no arguments"),
                 details={"field": unknown[0]}))
         return await super().call_tool(name, arguments, context)
 

@@ -148,6 +148,30 @@ async def _service_errors(port: int, data_dir: Path) -> None:
         bad_role = await call(session, "flux_store", content="a fact", client="pytest", role="boss")
         assert bad_role.is_error and "role" in text(bad_role), text(bad_role)
 
+        # A client name no header can carry is refused before any call, and the next call (maybe another
+        # agent's, on a shared server) is served as usual: the connection is not left half-used.
+        for client in ("Łódź", "a\r\nX-Evil: 1", "a\u0000b"):
+            odd = await call(session, "flux_store", content="a fact", client=client, role="chat")
+            assert odd.is_error and "invalid_input" in text(odd) and "client" in text(odd), text(odd)
+            assert "HTTP" not in text(odd)
+            assert not (await call(session, "flux_health")).is_error
+        # Numbers and flags as REST takes them: a string or a bool where a number goes is refused, as REST does.
+        for tool, arguments in (("flux_store", {"content": "a restored fact", "restore": "yes"}),
+                                ("flux_retrieve", {"query": "dog", "limit": "5"}),
+                                ("flux_retrieve", {"query": "dog", "limit": True}),
+                                ("flux_feedback", {"trace_id": 1, "grain_id": 1, "useful": "true"}),
+                                ("flux_feedback", {"trace_id": 1, "grain_id": 1, "useful": 1}),
+                                ("flux_list_grains", {"offset": "2"})):
+            caller = {} if tool == "flux_list_grains" else {"caller_id": "pytest:test"}
+            wrong = await call(session, tool, **caller, **arguments)
+            assert wrong.is_error and "HTTP" not in text(wrong), (tool, arguments, text(wrong))
+            named = next(iter(arguments.keys() - {"query", "content", "trace_id", "grain_id"}))
+            assert "unknown argument" not in text(wrong) and named in text(wrong), text(wrong)
+        stored = await call(session, "flux_list_grains")
+        assert "a restored fact" not in text(stored)
+        nothing = await call(session, "flux_health", x=1)
+        assert nothing.is_error and "flux_health takes no arguments" in text(nothing), text(nothing)
+
 
 def test_service_down_says_how_to_start_it(tmp_path: Path) -> None:
     anyio.run(_service_down, free_port(), tmp_path / "bridge")

@@ -116,6 +116,10 @@ def test_a_restarted_mcp_server_takes_new_sessions(tmp_path):
             anyio.run(_store_one, url, "Ada prefers tea")
         with mcp_http(tmp_path / "bridge", rest_port, port) as url:  # the same URL, a new process
             anyio.run(_store_one, url, "Ada prefers green tea")
+            # A GET (the URL a person opens) is answered at once: no stream is offered, so none is held open.
+            stream = httpx2.get(url, headers={"Accept": "text/event-stream"}, timeout=10)  # held open: a timeout
+            assert stream.status_code == 405 and stream.headers["allow"] == "POST", stream.text
+            assert stream.json()["error"]["code"] == "method_not_allowed"
 
 
 async def _store_one(url: str, content: str) -> None:

@@ -24,6 +24,7 @@ class Command(FluxCommand):
     help = "Run the Flux Memory MCP server over stdio, as a client of the running REST service."
     requires_system_checks: list[str] = []
     requires_migrations_checks = False
+    reaches_database = False  # a client of the REST service only
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--http", action="store_true",
