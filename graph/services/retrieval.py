@@ -17,6 +17,7 @@ from core.errors import FeedbackOwed, InvalidInput, storage_error
 from core.validate import unicode_text
 from grains.activity import activity_record_at
 from grains.callers import caller_acting
+from grains.content import visible
 from grains.lifecycle import Changes
 from grains.models import Caller, Grain, Status
 from grains.selectors import successors_resolve
@@ -64,7 +65,7 @@ ANSWER_FIELDS = ("content", "provenance", "status", "tier", "confidence", "weigh
 
 
 def _check(query: object, limit: object) -> tuple[str, int]:
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or not visible(query):  # nothing but spaces, zero-width or control characters
         raise InvalidInput("'query' must be a non-empty string: what to remember about", details={"field": "query"})
     if len(query) > S("MAX_QUERY_CHARS"):
         raise InvalidInput(

@@ -166,13 +166,17 @@ def test_retrieve_returns_ranked_grains_with_a_trace(api):
     assert trace["caller"] == "agent:chat" and trace["items"][0]["path"] == result["grains"][0]["path"]
 
 
-@pytest.mark.parametrize("body,field", [({"query": ""}, "query"), ({"query": "x", "limit": 0}, "limit"),
+@pytest.mark.parametrize("body,field", [({"query": ""}, "query"), ({"query": " \u200b\ufeff "}, "query"),
+                                        ({"query": "\u0000"}, "query"), ({"query": "x", "limit": 0}, "limit"),
                                         ({"query": "x", "limit": "3"}, "limit"),
                                         ({"query": "x", "include_quarantined": "no"}, "include_quarantined"),
                                         ({"q": "x"}, "q")])
 def test_bad_retrieve_bodies(api, body, field):
+    """A query that shows nothing (spaces, zero-width characters, a control) asks for nothing: refused as an
+    empty one is, with no trace left to owe feedback on."""
     response = api.post("/retrieve", body)
     assert response.status_code == 400 and error_of(response)["details"]["field"] == field
+    assert not Trace.objects.exists()
 
 
 def test_feedback_is_accepted_at_once_and_applied_in_the_background(api):
