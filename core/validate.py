@@ -1,6 +1,7 @@
 """Checks of caller-given primitives shared by every service."""
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from django.utils.dateparse import parse_datetime
@@ -26,16 +27,18 @@ def require_bool(value: object, field: str) -> bool:
     return value
 
 
+_WHOLE = re.compile(r"-?[0-9]{1,19}")  # ASCII digits, as a URL writes a number
+
+
 def int_query(raw: str | None, name: str, default: int | None, *, low: int | None = None,
               high: int | None = None) -> int | None:
     """A whole number from a query parameter (``default`` when absent or empty), within [low, high] when
     given; InvalidInput naming ``name`` otherwise. One parser for every listener's query strings."""
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"'{name}' must be a whole number, got {raw!r}", details={"field": name}) from None
+    if not _WHOLE.fullmatch(raw):  # int() would take "1_0", " 5", "+5" and digits of every script
+        raise InvalidInput(f"'{name}' must be a whole number, got {raw[:40]!r}", details={"field": name})
+    value = int(raw)
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"between {low} and {high}" if low is not None and high is not None else (
             f"at least {low}" if low is not None else f"at most {high}")

@@ -13,6 +13,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from core.errors import InvalidInput
+from core.validate import int_query
 from dashboard.access import cookie_name, scope_cookie, viewer_allowed
 from dashboard.relay import GROUP, relay_ensure
 from dashboard.selectors import EVENT_PAGE_MAX, events_after, live_snapshot
@@ -27,11 +29,13 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
         if not viewer_allowed(client[0], scope_cookie(self.scope, cookie_name()), query.get("token", [None])[0]):
             await self.close(code=4401)  # before accepting: the handshake is refused
             return
-        after = query.get("after", [""])[0]
-        if after and not after.isdigit():
+        raw = query.get("after", [""])[0]
+        try:
+            after = int_query(raw, "after", None, low=0)
+        except InvalidInput:
             await self.accept()
             await self.send_json({"type": "error", "message": f"'after' must be an event id (a whole number), "
-                                                               f"not {after!r}"})
+                                                               f"not {raw[:40]!r}"})
             await self.close(code=4400)
             return
         await self.accept()
@@ -42,8 +46,8 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "snapshot", **snapshot})
         self.last_id = self.floor = snapshot["last_event_id"]  # at or below the floor: in the snapshot
         self.sent: OrderedDict[int, None] = OrderedDict()
-        if after:
-            self.last_id = self.floor = int(after)
+        if after is not None:
+            self.last_id = self.floor = after
             while True:
                 events = await database_sync_to_async(events_after)(self.last_id)
                 await self._send(events)
@@ -66,5 +70,6 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
             self.last_id = max(self.last_id, max(e["id"] for e in fresh))
             await self.send_json({"type": "delta", "events": fresh})
 
-    async def receive_json(self, content: dict, **kwargs: object) -> None:
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: object) -> None:
+        """Whatever comes (JSON or not, text or bytes), the same answer: nothing is decoded."""
         await self.send_json({"type": "error", "message": "this socket only sends; it takes no messages"})

@@ -153,15 +153,35 @@ def test_the_websocket_sends_a_snapshot_then_deltas_then_resumes(served):
         assert any(stored("The ferry leaves pier 4 at 07:10")(e) for e in caught_up)
 
 
-def test_a_bad_resume_id_is_refused_with_a_reason(served):
+@pytest.mark.parametrize("after", ["yesterday", "%C2%B2", "%D9%A3%D9%A3", "1_0", "-1", "+5"])
+def test_a_bad_resume_id_is_refused_with_a_reason(served, after):
+    """Only ASCII digits are an event id: a superscript two or Arabic-Indic digits ('isdigit') crashed the socket
+    or were read as another number."""
     _, board = served
-    with connect(socket_url(board).replace("activity", "activity?after=yesterday"), origin=board,
+    with connect(socket_url(board).replace("activity", f"activity?after={after}"), origin=board,
                  open_timeout=30) as ws:
         message = receive(ws, time.monotonic() + 30)
         assert message["type"] == "error" and "'after' must be an event id" in message["message"]
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+
+
+def test_whatever_a_page_sends_gets_the_same_answer_and_the_socket_stays(served):
+    """The socket takes no messages: text that is not JSON, an empty frame, bytes, JSON nested past any parser's
+    depth, a megabyte: each is answered that it only sends, and it goes on sending."""
+    rest, board = served
+    with connect(socket_url(board), origin=board, open_timeout=30, max_size=None) as ws:
+        assert receive(ws, time.monotonic() + 30)["type"] == "snapshot"
+        for message in ("hello{", "", b"\x00\xff", "[" * 100_000 + "]" * 100_000, "x" * 1_000_000, '{"ok": 1}'):
+            ws.send(message)
+            deadline = time.monotonic() + 30
+            answer = receive(ws, deadline)
+            while answer["type"] == "delta":  # an event of the service's own may come first
+                answer = receive(ws, deadline)
+            assert answer == {"type": "error", "message": "this socket only sends; it takes no messages"}
+        call("POST", rest + "/store", {"content": "The ferry leaves pier 5 at 08:40"})
+        assert events_until(ws, stored("The ferry leaves pier 5 at 08:40"))
 
 
 def test_a_page_from_another_site_cannot_open_the_socket(served):
