@@ -6,13 +6,17 @@ services write them (grains, callers, conduits, traces, the ranker's weights, dr
 """
 from __future__ import annotations
 
+import re
+
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 
 from core.errors import FluxError, InvalidInput
+from core.validate import MAX_ID
 from dreams.models import Dream
 from grains.audit import actor_caller, confirmation_token
 from grains.models import ActivityEvent, AuditEvent, Caller, ConfidenceEvent, Grain, Source, Status, Tombstone
@@ -22,6 +26,7 @@ from memory.dossier import grain_dossier
 from memory.forgetting import grain_purge, grain_restore
 
 TOKEN_KEY = "flux_confirmation_token"
+_ID = re.compile(r"[0-9]{1,19}")
 
 
 def session_token(request: HttpRequest) -> str:
@@ -70,6 +75,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows written only by the services: viewable, never added, changed or deleted here."""
 
     show_full_result_count = False
+
+    def response_action(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """An action on a selection that names a row by anything but its id (a hand-made form) is refused with a
+        message; Django's would look the ids up and fail (500)."""
+        for raw in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+            if not _ID.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
+                self.message_user(request, f"The selection names a row as {raw[:40]!r}, which is not an id; select "
+                                           "rows in the list and run the action again.", messages.ERROR)
+                return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -277,6 +292,10 @@ class DreamAdmin(ReadOnlyAdmin):
     raw_id_fields = ("cluster", "grain")
 
 
-# Operators come in with `flux admin`'s one-time link: no password users or groups to manage, and none to add.
+# Operators come in with `flux admin`'s one-time link: no password users or groups to manage, and none to add; the
+# login page says how to get a link rather than asking for a password no one has. The REST listener serves no site
+# to view (the dashboard is another listener).
 admin.site.unregister(User)
 admin.site.unregister(Group)
+admin.site.login_template = "admin/flux_login.html"
+admin.site.site_url = None

@@ -227,3 +227,25 @@ def test_the_learned_ranker_weights_are_listed_read_only(admin_client, t0):
     page = admin_client.get("/admin/graph/rankerweight/", {"q": "feature"})
     assert page.status_code == 200 and b"feature:length" in page.content and b"word:" not in page.content
     assert admin_client.get("/admin/graph/rankerweight/add/").status_code == 403
+
+
+@pytest.mark.parametrize("selected", ["abc", "7\x00", "99999999999999999999", "-1", "0"])
+def test_an_action_on_a_selection_that_names_no_row_is_refused_with_a_message(admin_client, t0, selected):
+    """A hand-made form naming a row by anything but an id: a message and nothing done (it was a 500)."""
+    grain = grain_store(content="The gate code is 4412", now=t0).grain
+    for path, action in (("/admin/grains/grain/", "purge_selected"), ("/admin/grains/tombstone/", "restore_selected")):
+        page = admin_client.post(path, {"action": action, "_selected_action": [str(grain.pk), selected],
+                                        "confirm": "yes", "reason": "t", "token": "x"}, follow=True)
+        assert page.status_code == 200 and b"which is not an id" in page.content
+    assert Grain.objects.filter(pk=grain.pk, status="active").exists()
+
+
+def test_the_login_page_says_how_to_get_a_link_and_no_site_is_linked(admin_client):
+    """The only operator has no password: the login page gives the command that prints a link, not a form no one
+    can pass; the header links no site (the REST listener serves none to view)."""
+    from django.test import Client
+
+    page = Client().get("/admin/login/").content.decode()
+    assert "flux admin --name" in page and 'name="password"' not in page
+    index = admin_client.get("/admin/").content.decode()
+    assert "Site administration" in index and "View site" not in index
