@@ -169,7 +169,8 @@ def test_the_same_results_as_the_embedded_sdk_on_the_same_data(tmp_path):
 def test_embedded_refuses_an_instance_whose_service_runs(tmp_path):
     folder = tmp_path / "busy"
     (folder / "run").mkdir(parents=True)
-    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "fluxsite.asgi:application"])
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "fluxsite.asgi:application"],
+                                cwd=folder)  # as a REST process of the instance: in its folder
     try:
         (folder / "run" / "rest.pid").write_text(f"{stand_in.pid}\n")
         code = f"from flux.sdk import Flux; Flux.embedded({str(folder)!r})"
