@@ -4,6 +4,7 @@ and what a restore checks first (a sound file, no schema newer than this code)."
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import shutil
 import sqlite3
@@ -129,10 +130,36 @@ def restore_check(path: Path) -> None:
             applied = set(db.execute("SELECT app, name FROM django_migrations"))
         except sqlite3.DatabaseError:
             raise BackupError(f"{path} is not a Flux Memory database (it has no migrations table)") from None
+    _refuse_newer(path, applied)
+
+
+def _refuse_newer(path: Path, applied: set[tuple[str, str]]) -> None:
+    """BackupError when the backup at ``path`` has migrations this code does not know (a newer version's)."""
     newer = sorted(applied - known_migrations())
     if newer:
         raise BackupError(f"{path} was made by a newer Flux Memory (migrations unknown here: "
                           f"{', '.join(f'{a}.{n}' for a, n in newer[:5])}); upgrade Flux Memory, then restore")
+
+
+def postgres_restore_check(path: Path) -> None:
+    """Refuse a file that pg_restore cannot read, that holds no Flux database, or whose schema is newer than
+    this code: its migrations table is read from the dump (pg_restore prints that table's rows), nothing is
+    written."""
+    if not path.is_file():
+        raise BackupError(f"no file at {path}")
+    out = subprocess.run([_pg_tool("pg_restore"), "--data-only", "--table", "django_migrations", "--file", "-",
+                          str(path)], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise BackupError(f"{path} is not a PostgreSQL backup pg_restore can read: {out.stderr.strip()[-500:]}")
+    lines = out.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("COPY ") and "django_migrations" in line),
+                 None)
+    if start is None:
+        raise BackupError(f"{path} is not a Flux Memory database (it has no migrations table)")
+    columns = lines[start][lines[start].index("(") + 1:lines[start].index(")")].replace(" ", "").split(",")
+    app, name = columns.index("app"), columns.index("name")
+    rows = [line.split("\t") for line in itertools.takewhile(lambda line: line != "\\.", lines[start + 1:])]
+    _refuse_newer(path, {(row[app], row[name]) for row in rows})
 
 
 def sqlite_restore(path: Path) -> Path:
@@ -160,8 +187,7 @@ def sqlite_restore(path: Path) -> Path:
 
 def postgres_restore(path: Path) -> None:
     """Replace the PostgreSQL database's contents with a pg_dump file (the service must be stopped)."""
-    if not path.is_file():
-        raise BackupError(f"no file at {path}")
+    postgres_restore_check(path)
     connection.close()
     _run([_pg_tool("pg_restore"), "--clean", "--if-exists", "--no-owner", "--dbname", _pg_url(), str(path)])
 

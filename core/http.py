@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.http import JsonResponse
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, JsonResponse
 
 from core.errors import FluxError
 
@@ -18,3 +19,13 @@ def flux_error_response(exc: FluxError) -> JsonResponse:
     if "retry_after" in exc.details:
         response["Retry-After"] = str(exc.details["retry_after"])
     return response
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """handler400 of both listeners: what Django refuses before any view (a Host header not in ALLOWED_HOSTS, a
+    request it finds suspicious), in the same JSON error contract as everything else."""
+    if isinstance(exception, DisallowedHost):
+        host = request.META.get("HTTP_HOST", "")[:100]
+        return JsonResponse(error_body("bad_host", f"this service does not answer to the host name {host!r}; the "
+                                       "ones it answers to are set by ALLOWED_HOSTS"), status=400)
+    return JsonResponse(error_body("bad_request", "the request is not valid HTTP for this service"), status=400)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 
-from core.http import error_body
+from core.http import bad_request, error_body
 from dashboard import views
 
 urlpatterns = [
@@ -37,5 +37,6 @@ def server_error(request: HttpRequest) -> JsonResponse:
     return JsonResponse(error_body("internal_error", "the dashboard failed; see its log"), status=500)
 
 
+handler400 = bad_request
 handler404 = not_found
 handler500 = server_error

@@ -74,7 +74,9 @@ def _ask_mode(assume_default: bool) -> str:
 def cmd_start(args: argparse.Namespace) -> int:
     instance = Instance.existing(args.name)
     instance.config()
-    _set_process_counts(instance, args)
+    wanted = {"WEB_WORKERS": args.web_workers, "TASK_WORKERS": args.workers}
+    processes.process_counts(instance, **wanted)  # checked before anything starts
+    changed = {key: value for key, value in wanted.items() if value is not None and value != instance.setting(key)}
     with processes.start_lock(instance):  # two starts at once: the second finds the first's supervisor
         already = processes.running(instance)
         supervisor = processes.supervisor_pid(instance)
@@ -82,11 +84,19 @@ def cmd_start(args: argparse.Namespace) -> int:
             if args.foreground:
                 raise InstanceError(f"instance {args.name!r} is already running in the background (supervisor pid "
                                     f"{supervisor}); `flux stop --name {args.name}` first")
+            if changed:  # its supervisor runs the counts it started with; nothing is written that it would not do
+                now = ", ".join(f"{key}={instance.setting(key)}" for key in changed)
+                flags = " ".join(f"--{processes.FLAGS[key]} {value}" for key, value in changed.items())
+                raise InstanceError(f"instance {args.name!r} is running with {now}; to change it, `flux stop --name "
+                                    f"{args.name}`, then `flux start --name {args.name} {flags}`")
             missing = [s.name for s in processes.services(instance) if s.name not in already]
             print(f"Instance {args.name!r} is already running ({_pids({'supervisor': supervisor, **already})}) at "
                   f"{instance.rest_url()}" + (f"; {', '.join(missing)} not running: its supervisor restarts it"
                                               if missing else ""))
             return 0
+        for key, value in changed.items():  # they hold for the next start too
+            instance.set_config(key, str(value))
+            print(f"{key} set to {value} in {instance.config_file}")
         if already:
             print(f"Found {_pids(already)} running without their supervisor (it was killed): adopting them, "
                   "starting the rest.")
@@ -101,17 +111,6 @@ def cmd_start(args: argparse.Namespace) -> int:
         os.chdir(instance.path)
         (instance.run_dir / "supervisor.pid").write_text(f"{os.getpid()}\n")
     return _start_foreground(instance, args)
-
-
-def _set_process_counts(instance: Instance, args: argparse.Namespace) -> None:
-    """--web-workers / --workers written to the instance's config (they hold for the next start too), checked
-    before anything starts."""
-    wanted = {"WEB_WORKERS": args.web_workers, "TASK_WORKERS": args.workers}
-    processes.process_counts(instance, **wanted)
-    for key, value in wanted.items():
-        if value is not None and value != instance.setting(key):
-            instance.set_config(key, str(value))
-            print(f"{key} set to {value} in {instance.config_file}")
 
 
 def _started(instance: Instance, args: argparse.Namespace) -> None:

@@ -46,7 +46,7 @@ def kind_of(name: str) -> str:
     return name.split("-", 1)[0]
 
 
-_FLAGS = {"WEB_WORKERS": "web-workers", "TASK_WORKERS": "workers"}  # the `flux start` options that set them
+FLAGS = {"WEB_WORKERS": "web-workers", "TASK_WORKERS": "workers"}  # the `flux start` options that set them
 
 
 def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
@@ -57,7 +57,7 @@ def process_counts(instance: Instance, **wanted: int | None) -> tuple[int, int]:
         given = wanted.get(key) is not None
         value = wanted[key] if given else instance.setting(key)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PROCESSES:
-            where = f"--{_FLAGS[key]} {value!r}" if given else f"{key} is {value!r} in {instance.config_file}"
+            where = f"--{FLAGS[key]} {value!r}" if given else f"{key} is {value!r} in {instance.config_file}"
             raise InstanceError(f"{where}; give a whole number from 1 to {MAX_PROCESSES}")
         counts.append(value)
     return counts[0], counts[1]

@@ -13,7 +13,7 @@ from api.views.grains import CallerListView, GrainDetailView, GrainListView, Sto
 from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
 from api.views.relations import RelationsView
 from api.views.retrieval import ClusterListView, ClusterRunView, FeedbackView, RetrieveView, TraceDetailView
-from core.http import error_body
+from core.http import bad_request, error_body
 
 urlpatterns = [
     path("store", read_view(StoreView.as_view())),
@@ -46,5 +46,6 @@ def server_error(request: HttpRequest) -> JsonResponse:
     return JsonResponse(error_body("internal_error", "the service failed; see its log"), status=500)
 
 
+handler400 = bad_request
 handler404 = not_found
 handler500 = server_error

@@ -7,6 +7,7 @@ import http.client
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -190,3 +191,35 @@ def test_a_page_from_another_site_cannot_open_the_socket(served):
         with connect(socket_url(board), origin="http://evil.example", open_timeout=30) as ws:
             ws.recv(timeout=10)
     assert refused.value.response.status_code == 403
+
+
+def _raw(base: str, target: str, **headers: str) -> tuple[int, dict]:
+    """(status, JSON body) of a GET sent as is: the target unencoded further, the headers given (Host too)."""
+    where = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    try:
+        conn.putrequest("GET", target, skip_host="Host" in headers)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def test_the_longest_search_the_box_takes_is_served_and_a_longer_line_is_a_414(served):
+    """MAX_QUERY_CHARS characters of any script, percent-encoded, exceed the server's usual 16 KiB request line:
+    such a search is answered; a line past any search is refused in the error contract, not dropped."""
+    _, board = served
+    status, found = _raw(board, "/api/search?q=" + urllib.parse.quote("記" * 1990))
+    assert status == 200 and found == [], found  # nothing stored is written so: an empty answer, not a dropped one
+    status, refused = _raw(board, "/api/search?q=" + "x" * 60_000)
+    assert status == 414 and refused["error"]["code"] == "too_long"
+
+
+def test_a_host_name_the_service_does_not_answer_to_is_a_json_400(served):
+    for base in served:
+        status, answer = _raw(base, "/health" if base == served[0] else "/api/clusters", Host="evil.example")
+        assert status == 400 and answer["error"]["code"] == "bad_host", answer
+        assert "'evil.example'" in answer["error"]["message"] and "ALLOWED_HOSTS" in answer["error"]["message"]

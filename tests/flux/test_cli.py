@@ -92,6 +92,12 @@ def test_start_status_stop_leave_nothing_behind(instance):
     assert urllib.request.urlopen(dashboard_url, timeout=30).status == 200
     again = flux(home, "start", "--name", "mem")
     assert again.returncode == 0 and "already running" in again.stdout and str(pid) in again.stdout
+    # Other process counts while it runs: said to need a restart, and nothing written its supervisor would not do.
+    config = (home / "mem" / "config.yaml").read_text()
+    recount = flux(home, "start", "--name", "mem", "--web-workers", "3", "--workers", "2")
+    assert recount.returncode == 1 and "is running with WEB_WORKERS=1, TASK_WORKERS=1" in recount.stderr
+    assert "`flux start --name mem --web-workers 3 --workers 2`" in recount.stderr, recount.stderr
+    assert (home / "mem" / "config.yaml").read_text() == config
     body = json.dumps({"content": "The spare key is under the blue pot"}).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{port}/store", data=body,
                                      headers={"Content-Type": "application/json"})

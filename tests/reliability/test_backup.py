@@ -15,6 +15,7 @@ import pytest
 
 from core.net import free_port
 from tests.flux.test_cli import flux
+from tests.servers import postgres_server
 
 pytestmark = pytest.mark.slow  # whole instances
 
@@ -123,6 +124,34 @@ def test_restore_refuses_a_running_instance_a_damaged_file_and_a_newer_schema(tm
         assert out.returncode == 1 and "is running" in out.stderr
     finally:
         flux(home, "stop", "--name", "mem")
+
+
+def test_a_postgresql_restore_refuses_a_newer_schema_and_what_is_no_dump(tmp_path):
+    """On PostgreSQL too a backup from a newer version is refused before anything is replaced (its migrations are
+    read from the dump), as is a file pg_restore cannot read; a sound one is restored."""
+    import psycopg
+
+    home = tmp_path / "home"
+    with postgres_server() as url:
+        assert flux(home, "init", "--name", "pg", "--yes", DATABASE_URL=url).returncode == 0
+        good, newer = tmp_path / "good.pgdump", tmp_path / "newer.pgdump"
+        assert flux(home, "backup", "--name", "pg", "--to", str(good)).returncode == 0
+        with psycopg.connect(url, autocommit=True) as db:
+            db.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('grains', '9999_future', now())")
+        assert flux(home, "backup", "--name", "pg", "--to", str(newer)).returncode == 0
+        with psycopg.connect(url, autocommit=True) as db:
+            db.execute("DELETE FROM django_migrations WHERE name = '9999_future'")
+        out = flux(home, "restore", "--name", "pg", str(newer))
+        assert out.returncode == 1 and "made by a newer Flux Memory" in out.stderr, out.stderr
+        assert "grains.9999_future" in out.stderr and "Traceback" not in out.stderr
+        with psycopg.connect(url) as db:
+            assert not db.execute("SELECT 1 FROM django_migrations WHERE name = '9999_future'").fetchall()
+        garbage = tmp_path / "garbage.pgdump"
+        garbage.write_bytes(b"not a dump at all")
+        out = flux(home, "restore", "--name", "pg", str(garbage))
+        assert out.returncode == 1 and "is not a PostgreSQL backup" in out.stderr, out.stderr
+        out = flux(home, "restore", "--name", "pg", str(good))
+        assert out.returncode == 0, out.stderr
 
 
 def test_the_beat_keeps_the_newest_backup_keep_backups(tmp_path):
