@@ -175,3 +175,36 @@ def test_mcp_config_writes_the_http_snippets(tmp_path, with_key):
     assert entry["type"] == "http" and entry["url"] == "http://127.0.0.1:7999/mcp"
     assert entry.get("headers") == ({"Authorization": "Bearer flux_abc"} if with_key else None)
     assert 'url = "http://127.0.0.1:7999/mcp"' in written["codex_http.toml"]
+
+
+@pytest.mark.parametrize("message,problem", [
+    ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, "'jsonrpc' must be \"2.0\""),
+    ({"id": 1, "method": "ping"}, "'jsonrpc' must be \"2.0\""),
+    ({"jsonrpc": "2.0", "id": 1, "method": 5}, "'method' must be a string"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}, "'params' must be an object"),
+    ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], "a batch (a JSON array) is not taken"),
+    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, "'id' must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": True, "method": "ping"}, "'id' must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, "'id' must be a string or an integer"),
+])
+def test_a_message_that_is_no_request_is_told_so(mcp_alone, message, problem):
+    """JSON-RPC's 'invalid request' naming what is wrong: not 'invalid params' with a dump of the SDK's models,
+    and not silence for an id it took for a notification's."""
+    answer = httpx2.post(mcp_alone, json=message, headers={"Accept": "application/json, text/event-stream"},
+                         timeout=TIMEOUT)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == -32600 and problem in error["message"], error
+
+
+def test_a_sound_request_still_reaches_the_protocol(mcp_alone):
+    answer = httpx2.post(mcp_alone, json={"jsonrpc": "2.0", "id": "a", "method": "ping"},
+                         headers={"Accept": "application/json, text/event-stream"}, timeout=TIMEOUT)
+    assert answer.status_code == 200 and answer.json() == {"jsonrpc": "2.0", "id": "a", "result": {}}, answer.text
+
+
+@pytest.fixture(scope="module")
+def mcp_alone(tmp_path_factory):
+    """The MCP server over HTTP with no REST service behind it: the protocol's own answers need none."""
+    with mcp_http(tmp_path_factory.mktemp("bridge"), free_port()) as url:
+        yield url
