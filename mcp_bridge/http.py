@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
 from core.keys import KEYS_FILE, Keyring
 from mcp_bridge.client import FluxClient
 from mcp_bridge.server import build_server
@@ -45,14 +47,21 @@ class KeyGate:
                           "(the answer comes in the response)", (b"allow", b"POST"))
             return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].rstrip("/") == PATH:
+            headers = dict(scope.get("headers") or [])
+            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if kind != b"application/json":
+                await _invalid(send, 415, f"a message is JSON: send Content-Type: application/json, not "
+                                          f"{kind.decode('latin-1')[:60]!r}")
+                return
+            version = headers.get(b"mcp-protocol-version")
+            if version is not None and version.decode("latin-1") not in SUPPORTED_PROTOCOL_VERSIONS:
+                await _invalid(send, 400, f"unsupported MCP-Protocol-Version {version.decode('latin-1')[:40]!r}; "
+                                          f"this server speaks {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}")
+                return
             body = await _body(receive)
             problem = envelope_problem(body)
             if problem is not None:
-                answer = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST,
-                                                                             "message": problem}}).encode()
-                await send({"type": "http.response.start", "status": 400, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]})
-                await send({"type": "http.response.body", "body": answer})
+                await _invalid(send, 400, problem)
                 return
             receive = _replayed(body, receive)
         await self.app(scope, receive, send)
@@ -88,6 +97,14 @@ def envelope_problem(raw: bytes) -> str | None:
     if "id" in message and (isinstance(message["id"], bool) or not isinstance(message["id"], (str, int))):
         return "'id' must be a string or an integer (a notification has none)"
     return None
+
+
+async def _invalid(send: Send, status: int, message: str) -> None:
+    """JSON-RPC's 'invalid request', before the protocol sees the message."""
+    answer = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}})
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(answer.encode())).encode())]})
+    await send({"type": "http.response.body", "body": answer.encode()})
 
 
 async def _body(receive: Receive) -> bytes:

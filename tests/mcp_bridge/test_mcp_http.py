@@ -197,6 +197,19 @@ def test_a_message_that_is_no_request_is_told_so(mcp_alone, message, problem):
     assert error["code"] == -32600 and problem in error["message"], error
 
 
+def test_a_body_not_sent_as_json_or_in_a_protocol_version_unknown_is_told_so(mcp_alone):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    plain = httpx2.post(mcp_alone, content=ping, timeout=TIMEOUT,
+                        headers={"Accept": "application/json, text/event-stream", "Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "Content-Type: application/json" in plain.json()["error"]["message"]
+    for version in ("garbage", ""):
+        odd = httpx2.post(mcp_alone, content=ping, timeout=TIMEOUT,
+                          headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                                   "MCP-Protocol-Version": version})
+        assert odd.status_code == 400 and odd.json()["error"]["code"] == -32600, odd.text
+        assert f"unsupported MCP-Protocol-Version {version!r}; this server speaks" in odd.json()["error"]["message"]
+
+
 def test_a_sound_request_still_reaches_the_protocol(mcp_alone):
     answer = httpx2.post(mcp_alone, json={"jsonrpc": "2.0", "id": "a", "method": "ping"},
                          headers={"Accept": "application/json, text/event-stream"}, timeout=TIMEOUT)
