@@ -12,7 +12,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.static import serve
 
 from core.conf import flux_setting as S
-from core.errors import FluxError
+from core.errors import FluxError, InvalidInput
 from core.http import error_body, flux_error_response
 from core.throttle import throttle
 from core.validate import int_query
@@ -107,9 +107,12 @@ def grain(request: HttpRequest, grain_id: int) -> dict:
 def activity(request: HttpRequest) -> dict:
     throttle(request, "dashboard", "RATE_DASHBOARD", per_address=True)
     limit = _int_param(request, "limit", 500, low=1, high=selectors.EVENT_PAGE_MAX)
-    after = _int_param(request, "after", None)
+    after, before = _int_param(request, "after", None), _int_param(request, "before", None, low=1)
+    if after is not None and before is not None:
+        raise InvalidInput("give 'after' (the events since an id) or 'before' (a page of older ones), not both",
+                           details={"field": "before"})
     events = (selectors.events_after(after, limit=limit) if after is not None
-              else selectors.events_before(_int_param(request, "before", None, low=1), limit=limit))
+              else selectors.events_before(before, limit=limit))
     return {"events": events, "last_event_id": selectors.last_event_id()}
 
 
