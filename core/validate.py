@@ -27,7 +27,7 @@ def require_bool(value: object, field: str) -> bool:
     return value
 
 
-_WHOLE = re.compile(r"-?[0-9]{1,19}")  # ASCII digits, as a URL writes a number
+_WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII digits, as a URL writes a number
 
 
 def int_query(raw: str | None, name: str, default: int | None, *, low: int | None = None,
@@ -39,10 +39,12 @@ def int_query(raw: str | None, name: str, default: int | None, *, low: int | Non
     if not _WHOLE.fullmatch(raw):  # int() would take "1_0", " 5", "+5" and digits of every script
         raise InvalidInput(f"'{name}' must be a whole number, got {raw[:40]!r}", details={"field": name})
     value = int(raw)
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"between {low} and {high}" if low is not None and high is not None else (
-            f"at least {low}" if low is not None else f"at most {high}")
-        raise InvalidInput(f"'{name}' must be {bounds}, got {value}", details={"field": name})
+    lowest = -MAX_ID - 1 if low is None else low  # whatever the caller bounds, within the database's integers
+    highest = MAX_ID if high is None else high
+    if not lowest <= value <= highest:
+        bounds = (f"between {low} and {high}" if low is not None and high is not None
+                  else f"at least {lowest}" if value < lowest else f"at most {highest}")
+        raise InvalidInput(f"'{name}' must be {bounds}, got {raw[:40]}", details={"field": name})
     return value
 
 

@@ -100,6 +100,7 @@ def test_events_carry_what_a_page_draws(stored, t0):
     ("/api/activity?after=1_0", 400, "'after' must be a whole number"),
     ("/api/activity?limit=%EF%BC%95", 400, "'limit' must be a whole number"),
     ("/api/activity?after=1&before=2", 400, "not both"),
+    ("/api/activity?after=9223372036854775808", 400, "'after' must be at most 9223372036854775807"),
     ("/api/graph/clusters/999", 404, "cluster 999 has no grains"),
     ("/api/grains/999999", 404, "999999"),
     ("/nowhere", 404, "the dashboard has no page at /nowhere"),
