@@ -28,10 +28,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PATH = "/mcp"
 
 
-class KeyGate:
-    """ASGI middleware: with keys configured, HTTP requests need a valid bearer key (401 otherwise). A GET of the
-    endpoint is 405, as the protocol allows a server that offers no stream of its own: stateless, this one has
-    nothing to send on it (the SDK's app would hold it open for ever, sending pings)."""
+class Gate:
+    """ASGI middleware in front of the protocol: with keys configured, HTTP requests need a valid bearer key (401
+    otherwise). A GET of the endpoint is 405, as the protocol allows a server that offers no stream of its own:
+    stateless, this one has nothing to send on it (the SDK's app would hold it open for ever, sending pings). A
+    POST must be JSON (415), in a protocol version spoken here and an envelope that is a request (400, JSON-RPC's
+    -32600 naming what is wrong)."""
 
     def __init__(self, app: ASGIApp, keyring: Keyring) -> None:
         self.app, self.keyring = app, keyring
@@ -101,10 +103,7 @@ def envelope_problem(raw: bytes) -> str | None:
 
 async def _invalid(send: Send, status: int, message: str) -> None:
     """JSON-RPC's 'invalid request', before the protocol sees the message."""
-    answer = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}})
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(answer.encode())).encode())]})
-    await send({"type": "http.response.body", "body": answer.encode()})
+    await _answer(send, status, {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}})
 
 
 async def _body(receive: Receive) -> bytes:
@@ -134,17 +133,21 @@ def _replayed(body: bytes, receive: Receive) -> Receive:
 
 async def _refuse(send: Send, status: int, code: str, message: str, *headers: tuple[bytes, bytes]) -> None:
     """An answer in Flux Memory's error contract, before the protocol sees the request."""
-    body = json.dumps({"error": {"code": code, "message": message, "details": {}}}).encode()
+    await _answer(send, status, {"error": {"code": code, "message": message, "details": {}}}, *headers)
+
+
+async def _answer(send: Send, status: int, payload: dict, *headers: tuple[bytes, bytes]) -> None:
+    body = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
 
 
 def http_app(*, host: str, data_dir: Path, api_keys: str, rest: FluxClient | None = None) -> ASGIApp:
-    """The streamable-HTTP MCP app at PATH, behind the key gate."""
+    """The streamable-HTTP MCP app at PATH, behind the gate."""
     server = build_server(rest)
     app = server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True, host=host)
-    return KeyGate(app, Keyring(api_keys, data_dir / KEYS_FILE))
+    return Gate(app, Keyring(api_keys, data_dir / KEYS_FILE))
 
 
 def serve(*, host: str, port: int, data_dir: Path, api_keys: str) -> None:
