@@ -64,9 +64,11 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
     for grain in (source, target):
         grain.save(update_fields=[*GRAIN_STATE_FIELDS, "superseded_by"])
     changes.save()
+    # The note (which quotes the grains' values) stays on the relation alone: a purge deletes it with the grain,
+    # where a copy in the activity log would outlive it.
     activity_record("epistemic.relation_found", {
         "conduit_id": conduit.pk, "kind": kind, "source_id": conduit.source_id, "target_id": conduit.target_id,
-        "asserted_by": asserted_by, "note": conduit.note}, now=now)
+        "asserted_by": asserted_by}, now=now)
     return conduit, True
 
 

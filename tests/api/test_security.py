@@ -135,8 +135,8 @@ def test_a_callers_restore_cannot_lift_an_operators_purge(db):
 def test_a_purge_leaves_no_content_behind_after_its_window(db, t0):
     from datetime import timedelta
 
-    from grains.models import AuditEvent, Source, Tombstone
-    from graph.models import Trace
+    from grains.models import ActivityEvent, AuditEvent, Source, Tombstone
+    from graph.models import Conduit, Trace
     from graph.services import grain_retrieve
     from memory.forgetting import grain_purge, tombstones_expire
     from memory.store import grain_store
@@ -158,6 +158,14 @@ def test_a_purge_leaves_no_content_behind_after_its_window(db, t0):
     assert tombstones_expire(now=t0 + timedelta(hours=25)) == 1
     tomb.refresh_from_db()
     assert tomb.restore_data is None and tomb.preview == "" and tomb.content_hash == doomed.content_hash
+    # A relation the rules found quotes both grains' values: its note goes with the relation, the log keeps none.
+    old = grain_store(content="The office wifi password is tulip42", caller="a:chat", now=t0).grain
+    new = grain_store(content="The office wifi password is orchid19", caller="a:chat", now=t0).grain
+    related = Conduit.objects.filter(source__in=[old, new], target__in=[old, new]).exclude(note="")
+    assert related.exists() and "orchid" in related.first().note
+    grain_purge(grain_id=new.pk, reason="secret", actor="ops:admin", now=t0)
+    logged = json.dumps([e.payload for e in ActivityEvent.objects.all()])
+    assert "relation_found" in json.dumps([e.kind for e in ActivityEvent.objects.all()]) and "orchid" not in logged
 
 
 # --- 5. identity: blocks, traces, reserved names ---------------------------------------------------------------
@@ -498,3 +506,21 @@ def test_json_nested_deeper_than_the_api_needs_is_invalid_json(rest):
 def test_a_message_quoting_what_was_sent_stays_short(rest):
     message = _refused(rest[0], "/store", {"content": "fine", "provenance": "x" * 1_000_000}, "provenance")
     assert len(message) == 1000 and message.endswith("…")
+
+
+def test_relation_notes_logged_before_the_upgrade_are_taken_off_the_log(db, t0):
+    """The migration that stops logging relation notes strips those already logged (from relation events only)."""
+    import importlib
+
+    from django.apps import apps
+
+    from grains.models import ActivityEvent
+
+    logged = ActivityEvent.objects.create(kind="epistemic.relation_found", created_at=t0, payload={
+        "kind": "contradicts", "source_id": 1, "target_id": 2, "note": "different values (tulip 42 vs orchid 19)"})
+    other = ActivityEvent.objects.create(kind="vitals.warning_raised", created_at=t0, payload={"note": "kept"})
+    importlib.import_module("grains.migrations.0010_relation_notes_off_the_log").notes_off_the_log(apps, None)
+    logged.refresh_from_db()
+    other.refresh_from_db()
+    assert logged.payload == {"kind": "contradicts", "source_id": 1, "target_id": 2}
+    assert other.payload == {"note": "kept"}
