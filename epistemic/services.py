@@ -24,7 +24,7 @@ from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
 from grains.models import Caller, Grain, Status
 from grains.selectors import superseded_through
 from graph.models import RELATION_KINDS, Conduit, ConduitKind
-from graph.selectors import grain_texts_at
+from graph.selectors import causes_of, grain_texts_at
 from graph.services.conduits import conduit_relate
 
 
@@ -37,6 +37,10 @@ def relation_apply(source: Grain, target: Grain, *, kind: str, asserted_by: str,
     if kind == ConduitKind.SUPERSEDES and target.pk in superseded_through(source):
         raise Conflict(f"grain {target.pk} already supersedes grain {source.pk}, directly or through its successors; "
                        "a grain cannot supersede its successor (the chain would loop)",
+                       details={"source_id": source.pk, "target_id": target.pk})
+    if kind == ConduitKind.CAUSED_BY and source.pk in causes_of(target.pk):
+        raise Conflict(f"grain {source.pk} already causes grain {target.pk}, directly or through other causes; a "
+                       "grain cannot be caused by its own effect (the causes would loop)",
                        details={"source_id": source.pk, "target_id": target.pk})
     conduit, created = conduit_relate(source.pk, target.pk, kind=kind, asserted_by=asserted_by, note=note, now=now)
     if not created:

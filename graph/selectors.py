@@ -151,6 +151,24 @@ def abstraction_sources(ids: Sequence[int]) -> dict[int, list[int]]:
     return out
 
 
+CAUSE_STEPS = 32  # how far back a chain of causes is followed, a query a step
+CAUSES_SEEN = 10_000  # and at most this many causes in all
+
+
+def causes_of(grain_id: int) -> set[int]:
+    """The grains ``grain_id`` is caused by, directly or through their own causes (caused_by relations): none of
+    them may be caused by it, or the causes would loop."""
+    found: set[int] = set()
+    step = {grain_id}
+    for _ in range(CAUSE_STEPS):
+        step = set(Conduit.objects.filter(kind=ConduitKind.CAUSED_BY, source_id__in=step)
+                   .values_list("target_id", flat=True)) - found
+        found |= step
+        if not step or len(found) >= CAUSES_SEEN:
+            break
+    return found
+
+
 def grains_by_id(ids: Iterable[int], fields: Sequence[str] = ()) -> Mapping[int, Grain]:
     """The grains of ``ids`` that exist, by id (plain SQL: every retrieval reads its answer's rows); with
     ``fields``, only those are read."""

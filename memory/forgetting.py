@@ -28,7 +28,7 @@ from grains.tombstones import grain_entomb, grain_unearth
 from grains.tombstones import tombstones_expire as _expire
 from graph.selectors import cluster_exists
 from graph.services.conduits import conduits_put_back, conduits_snapshot
-from graph.services.traces import traces_scrub
+from graph.services.traces import returned_unrated_drop, traces_scrub
 
 
 def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None,
@@ -47,6 +47,7 @@ def grain_purge(*, grain_id: int, reason: str, actor: str | Caller | None = None
         who = caller_resolve(actor, now=now)
         conduits = conduits_snapshot(grain.pk)
         traces_scrub(grain.pk)
+        returned_unrated_drop(grain.pk, now=now)
         before = {"content_hash": grain.content_hash, "status": grain.status, "confidence": grain.confidence,
                   "conduits": len(conduits)}
         tomb = grain_entomb(grain, reason=reason, who=who, now=now, by_operator=by_operator, conduits=conduits)

@@ -15,7 +15,7 @@ from core.validate import require_bool, require_id
 from grains.activity import activity_record
 from grains.callers import caller_acting
 from grains.lifecycle import GRAIN_STATE_FIELDS, Changes
-from grains.models import Caller, Grain, Status, Tier
+from grains.models import Caller, Grain, Status, Tier, Tombstone
 from graph.algorithms.learning import penalise, reinforce
 from graph.algorithms.text import learned_cues
 from graph.models import Conduit, ConduitKind, Feedback, Trace, TraceItem
@@ -49,6 +49,9 @@ def feedback_accept(
             raise NotYourTrace(f"trace {trace_id} is another client's retrieval; rate only your own traces",
                                details={"trace_id": trace_id})
         item = TraceItem.objects.filter(trace_id=trace_id, grain_id=grain_id).first()
+        if item is None and Tombstone.objects.filter(grain_id=grain_id).exists():
+            raise NotFound(f"grain {grain_id} was forgotten: trace {trace_id} keeps nothing of it to rate, and "
+                           "nothing is owed for it", details={"trace_id": trace_id, "grain_id": grain_id})
         if item is None:
             raise InvalidInput(
                 f"grain {grain_id} was not returned by trace {trace_id}; rate only grains that trace returned",

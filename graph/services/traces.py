@@ -1,4 +1,5 @@
-"""Traces: ids reserved ahead so a retrieval answers before its trace is written; scrubbing after a purge."""
+"""Traces: ids reserved ahead so a retrieval answers before its trace is written; scrubbing and recounting at a
+purge."""
 from __future__ import annotations
 
 import logging
@@ -6,13 +7,18 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Count, F
+from django.db.models.functions import Greatest
 
+from core import metrics
 from core.conf import flux_setting as S
 from core.errors import storage_error
 from core.validate import MAX_ID
-from graph.models import Trace
+from grains.models import Caller
+from graph.models import Trace, TraceItem
 
 log = logging.getLogger("flux.traces")
 SCRUBBED_QUERY = "[removed: this retrieval returned a purged grain]"
@@ -28,6 +34,22 @@ def traces_scrub(grain_id: int) -> int:
     """Replace the query of every trace that returned ``grain_id`` (call before the grain is deleted, inside the
     purge's transaction); how many traces were scrubbed."""
     return Trace.objects.filter(items__grain_id=grain_id).exclude(query=SCRUBBED_QUERY).update(query=SCRUBBED_QUERY)
+
+
+def returned_unrated_drop(grain_id: int, *, now: datetime) -> int:
+    """A grain about to be purged takes its trace items with it: the callers it was returned to and that never
+    rated it no longer count it as returned (they cannot rate it now, and their feedback compliance would stay
+    short for ever), nor does the feedback-compliance signal. Call inside the purge's transaction, before the
+    grain is deleted; how many items were unrated."""
+    owed = (TraceItem.objects.filter(grain_id=grain_id, feedback__isnull=True)
+            .values("trace__caller_id").annotate(items=Count("pk")))
+    total = 0
+    for row in owed:
+        Caller.objects.filter(pk=row["trace__caller_id"]).update(returned=Greatest(F("returned") - row["items"], 0))
+        total += row["items"]
+    if total:
+        metrics.count({"returned": -total}, now=now)
+    return total
 
 
 def _reserve_ids(count: int) -> list[int]:

@@ -124,6 +124,22 @@ def test_a_supersession_that_would_close_a_loop_of_any_length_is_refused(t0):
     assert successors_resolve([a.pk])[a.pk] == c.pk  # the chain still ends in a live grain
 
 
+def test_a_cause_that_would_close_a_loop_of_any_length_is_refused(t0):
+    """The carpet is soaked because the pump failed, which failed because the power went out: the power cannot
+    then be out because the carpet is soaked, nor the pump fail because of it."""
+    power, pump, carpet = (store(text, t0) for text in ("The power went out in the basement",
+                                                         "The basement pump failed overnight",
+                                                         "The storage room carpet is soaked"))
+    relation_assert(source_id=pump.pk, target_id=power.pk, kind="caused_by", now=t0)
+    relation_assert(source_id=carpet.pk, target_id=pump.pk, kind="caused_by", now=t0)
+    before = Conduit.objects.count()
+    for effect, cause in ((pump, carpet), (power, carpet), (power, pump)):
+        with pytest.raises(Conflict, match="caused by its own effect"):
+            relation_assert(source_id=effect.pk, target_id=cause.pk, kind="caused_by", now=t0)
+    assert Conduit.objects.count() == before
+    relation_assert(source_id=carpet.pk, target_id=power.pk, kind="caused_by", now=t0)  # a cause further back: fine
+
+
 def test_supersession_chains_resolve_through_tombstones(t0):
     first = store("Dana's phone number is 555-0101", t0)
     second = store("Dana's phone number is 555-0202", t0)

@@ -145,3 +145,24 @@ def test_every_error_has_a_code_and_a_message():
     err = InvalidInput("bad", details={"field": "x"})
     assert isinstance(err, FluxError)
     assert err.as_dict() == {"code": "invalid_input", "message": "bad", "details": {"field": "x"}}
+
+
+def test_a_purged_grain_is_not_rateable_and_not_owed(t0):
+    """Rating a grain purged since its retrieval says it was forgotten (it was 'not returned by the trace'); the
+    callers it was returned to and that never rated it no longer count it as returned, so their feedback
+    compliance is whole again once they rate the rest."""
+    from grains.models import Caller
+    from memory.forgetting import grain_purge
+
+    kept = grain_store(content="Kai drinks oat milk with his coffee.", now=t0).grain
+    doomed = grain_store(content="Kai keeps the oat milk in the door of the fridge.", now=t0).grain
+    trace = grain_retrieve(query="Kai oat milk", caller="kai:chat", now=t0, enforce_feedback=False)
+    assert {kept.pk, doomed.pk} <= {g.id for g in trace.grains}
+    others = [g.id for g in trace.grains if g.id != doomed.pk]
+    grain_purge(grain_id=doomed.pk, reason="private", actor="ops:admin", now=t0)
+    with pytest.raises(NotFound, match=f"grain {doomed.pk} was forgotten"):
+        feedback_record(trace_id=trace.trace_id, grain_id=doomed.pk, useful=True, caller="kai:chat", now=t0)
+    for gid in others:
+        feedback_record(trace_id=trace.trace_id, grain_id=gid, useful=True, caller="kai:chat", now=t0)
+    kai = Caller.objects.get(client="kai", role="chat")
+    assert (kai.returned, kai.rated) == (len(others), len(others))
