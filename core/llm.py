@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 from core.conf import flux_setting as S
 from core.errors import LLMBadAnswer, LLMUnavailable
+from core.net import AnswerTooLong, read_by
 
 
 def ollama_generate_json(prompt: str) -> str:
@@ -22,9 +25,20 @@ def ollama_generate_json(prompt: str) -> str:
             "options": {"temperature": 0}}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", **headers})
+    timeout = S("LLM_TIMEOUT_SECONDS")
+    deadline = time.monotonic() + timeout
     try:
-        with urllib.request.urlopen(request, timeout=S("LLM_TIMEOUT_SECONDS")) as response:
-            raw = response.read()
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = read_by(response, deadline, max_bytes=MAX_ANSWER_BYTES)
+    except TimeoutError:
+        raise LLMUnavailable(f"the LLM at {url} did not finish its answer within {timeout:g} s "
+                             "(LLM_TIMEOUT_SECONDS)", details={"url": url}) from None
+    except AnswerTooLong:
+        raise LLMBadAnswer(f"the LLM at {url} answered more than {MAX_ANSWER_BYTES} bytes", details={"url": url}) \
+            from None
+    except http.client.HTTPException as exc:  # a reply cut short (IncompleteRead), or not HTTP (BadStatusLine)
+        raise LLMUnavailable(f"the LLM at {url} sent no whole HTTP answer ({type(exc).__name__}); is OLLAMA_URL "
+                             "an Ollama server?", details={"url": url}) from None
     except urllib.error.HTTPError as exc:
         detail = exc.read()[:300].decode(errors="replace")
         raise LLMUnavailable(f"the LLM at {url} answered HTTP {exc.code}: {detail} (is model "
@@ -39,6 +53,9 @@ def ollama_generate_json(prompt: str) -> str:
     except (ValueError, KeyError, TypeError):
         raise LLMBadAnswer(f"the LLM at {url} sent a reply without a 'response': {raw[:200]!r}",
                            details={"url": url}) from None
+
+
+MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer longer than this is no list of facts
 
 
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:

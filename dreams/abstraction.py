@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.answers import answer_field
+from grains.content import is_text
 
 PROMPT = """Below are related statements from a long-term memory, most central first.
 Write ONE short higher-level statement (one or two sentences) that says what they have in common.
@@ -26,7 +27,7 @@ def abstraction_prompt(sources: Sequence[str]) -> str:
 def parse_abstraction(answer: str, *, max_chars: int) -> str:
     """The abstraction of a model answer ``{"abstraction": str}``, whitespace collapsed."""
     text = answer_field(answer, "abstraction", BadAbstraction)
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not is_text(text):  # nothing that shows, or not valid Unicode
         raise BadAbstraction(f"the model's JSON has no text under 'abstraction': {str(answer)[:200]!r}")
     text = " ".join(text.split())
     if len(text) > max_chars:

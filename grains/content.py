@@ -24,6 +24,16 @@ def visible(text: str) -> bool:
     return any(unicodedata.category(c)[0] not in "CZ" for c in text)
 
 
+def is_text(text: str) -> bool:
+    """Whether ``text`` shows something and is all valid Unicode (no half of a surrogate pair alone, which JSON's
+    "\\ud800" decodes to): what may be stored as a grain's content."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return visible(text)
+
+
 def split_speaker(text: str) -> tuple[str | None, str]:
     """("Caroline", "I went ...") for "Caroline: I went ..."; (None, text) when no one is named as speaking."""
     m = _SPEAKER.match(text)

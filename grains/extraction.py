@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from core.answers import answer_field
+from grains.content import is_text
 
 PROMPT = """Extract the distinct facts stated in the text below, for a long-term memory.
 Each fact is one short sentence that makes sense on its own: name people and things instead of using
@@ -27,7 +28,8 @@ def parse_facts(answer: str, *, max_facts: int, max_chars: int) -> list[str]:
     facts = answer_field(answer, "facts", BadAnswer)
     if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
         raise BadAnswer(f"the model's JSON has no list of strings under 'facts': {str(answer)[:200]!r}")
-    cleaned = list(dict.fromkeys(" ".join(f.split()) for f in facts if f.strip()))
+    # A "fact" that shows nothing, or is not valid text, is no fact: left out, never the caller's invalid input.
+    cleaned = list(dict.fromkeys(" ".join(f.split()) for f in facts if is_text(f)))
     if len(cleaned) > max_facts:
         raise BadAnswer(f"the model extracted {len(cleaned)} facts; at most {max_facts} are stored at once")
     too_long = [f for f in cleaned if len(f) > max_chars]

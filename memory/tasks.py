@@ -1,6 +1,7 @@
 """The Celery tasks: one per periodic action, each safe to run twice (fluxsite/celery.py schedules them)."""
 from __future__ import annotations
 
+from concurrent import futures
 from dataclasses import asdict
 
 from celery import shared_task
@@ -10,6 +11,8 @@ from memory import upkeep
 from memory.dreaming import dream_run
 from memory.forgetting import tombstones_expire
 from memory.retrieval import feedback_apply_pending
+
+ALERT_GRACE_SECONDS = 5.0  # how long a snapshot waits for its alerts before the worker moves on
 
 
 @shared_task(name="graph.decay_sweep")
@@ -78,8 +81,9 @@ def dream_run_task() -> dict:
 def vitals_snapshot_task() -> dict:
     """Snapshot every signal, raise and clear warnings (alerts go out in the background)."""
     result = upkeep.vitals_snapshot()
-    for alert in result.alerts:
-        alert.result()  # a worker process may exit right after its task: let the alerts finish first
+    # Alerts get a moment to go out before the task returns; then they go on in their thread (which the process
+    # waits for at exit) while the worker runs the next task: a slow chat service never holds maintenance up.
+    futures.wait(result.alerts, timeout=ALERT_GRACE_SECONDS)
     return {"status": result.snapshot.status, "raised": result.raised, "cleared": result.cleared}
 
 

@@ -165,6 +165,55 @@ def json_server(reply, keep=lambda path, body: (path, body)):
 
 
 @contextmanager
+def raw_http_server(pieces: list[tuple[bytes, float]]) -> Iterator[str]:
+    """A server on a free loopback port that reads each request (line, headers, body) and writes ``pieces`` as
+    they are, each (bytes, seconds to wait before them), then closes: a reply cut short, one that is not HTTP, one
+    sent a byte at a time. Yields its base URL."""
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(30)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536) or b"\r\n\r\n"
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length:
+                body += conn.recv(65536) or b"x" * length
+            for chunk, wait in pieces:
+                if stop.wait(wait):
+                    return
+                try:
+                    conn.sendall(chunk)
+                except OSError:
+                    return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+        time.sleep(0.05)
+
+
+@contextmanager
 def fake_ollama(answer):
     """Ollama's POST /api/generate on a free loopback port.
 

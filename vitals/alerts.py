@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-import urllib.error
 import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from core.conf import flux_setting as S
+from core.net import read_by
 
 log = logging.getLogger("flux.alerts")
+ATTEMPT_SECONDS = 10  # one attempt, its answer included
+MAX_ANSWER_BYTES = 1024 * 1024
 _sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flux-alerts")
 
 
@@ -28,12 +30,14 @@ def telegram_send(text: str, *, token: str, chat_id: str, api_url: str, retries:
     for attempt in range(1, retries + 1):
         request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                if json.loads(response.read() or b"{}").get("ok"):
-                    return True
-                problem = "the API did not answer ok"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            problem = str(getattr(exc, "reason", exc))
+            with urllib.request.urlopen(request, timeout=ATTEMPT_SECONDS) as response:
+                answer = json.loads(read_by(response, time.monotonic() + ATTEMPT_SECONDS, max_bytes=MAX_ANSWER_BYTES)
+                                    or b"{}")
+            if isinstance(answer, dict) and answer.get("ok"):
+                return True
+            problem = "the API did not answer ok"
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, an alert is logged and retried, never raised
+            problem = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}".replace(token, "<token>")
         if attempt < retries:
             time.sleep(backoff * 2 ** (attempt - 1))
     log.warning("health alert not sent after %d attempts (%s): %s", retries, problem, text)

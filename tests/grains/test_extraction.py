@@ -10,7 +10,7 @@ from core.net import free_port
 from grains.extraction import BadAnswer, extraction_prompt, parse_facts
 from grains.models import Grain, Source
 from memory.store import grain_extract
-from tests.servers import fake_ollama
+from tests.servers import fake_ollama, raw_http_server
 
 TEXT = "Hi! I'm Lena. I moved to Lisbon in March 2024 and I work as a nurse."
 FACTS = ["Lena moved to Lisbon in March 2024.", "Lena works as a nurse."]
@@ -84,6 +84,40 @@ def test_a_bad_llm_answer_is_a_clear_error_and_stores_nothing(llm, answer, error
     with pytest.raises(error, match=text):
         grain_extract(text=TEXT, now=t0)
     assert counts() == (0, 0)
+
+
+CUT_SHORT = [(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 73\r\n\r\n{\"response\": \"", 0)]
+NOT_HTTP = [(b"GARBAGE\r\n\r\n", 0)]
+ANSWER = json.dumps({"response": json.dumps({"facts": FACTS})}).encode()
+DRIP = [(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ANSWER), 0),
+        *((bytes([b]), 0.1) for b in ANSWER)]  # a byte every 0.1 s: each read is quick, the whole is not
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pieces,text", [(CUT_SHORT, "no whole HTTP answer"), (NOT_HTTP, "no whole HTTP answer"),
+                                         (DRIP, r"did not finish its answer within 2 s")])
+def test_a_reply_cut_short_not_http_or_too_slow_in_all_is_the_llm_unavailable(flux_settings, t0, pieces, text):
+    """Unavailable, as a refused connection is (a cut reply was a 500 that skipped EXTRACT_FALLBACK), and
+    LLM_TIMEOUT_SECONDS bounds the whole answer, not each read of it."""
+    with raw_http_server(pieces) as url:
+        flux_settings(OLLAMA_URL=url, LLM_TIMEOUT_SECONDS=2.0)
+        with pytest.raises(LLMUnavailable, match=text):
+            grain_extract(text=TEXT, now=t0)
+        assert counts() == (0, 0)
+        flux_settings(EXTRACT_FALLBACK="caller_extracts")
+        kept = grain_extract(text=TEXT, now=t0)
+        assert [r.grain.content for r in kept.results] == [TEXT] and "stored as given" in kept.warning
+
+
+@pytest.mark.django_db
+def test_facts_that_show_nothing_or_are_not_text_are_left_out(llm, t0):
+    """The LLM's zero-width 'fact' or one with half a surrogate pair is no fact: the others are stored (it was
+    the caller's 400 invalid_input), and with none left, nothing is, as with no facts."""
+    llm(answering(["\u200b\ufeff", FACTS[0], "bad \ud800 text"]))
+    assert [r.grain.content for r in grain_extract(text=TEXT, now=t0).results] == [FACTS[0]]
+    llm(answering(["\u200b"]))
+    result = grain_extract(text="Hello again!", now=t0)
+    assert result.results == [] and "no facts" in result.warning
 
 
 @pytest.mark.django_db

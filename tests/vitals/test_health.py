@@ -11,7 +11,7 @@ from graph.models import Conduit, TraceItem
 from graph.services import decay_sweep, feedback_record, grain_retrieve
 from memory.forgetting import grain_forget
 from memory.store import grain_store, grain_store_batch
-from tests.servers import fake_telegram
+from tests.servers import fake_telegram, raw_http_server
 from vitals.models import Gauge, HealthWarning, Snapshot
 from vitals.selectors import health_history, vitals_states
 from vitals.services import vitals_snapshot
@@ -94,6 +94,25 @@ def test_a_failing_alert_is_retried_then_given_up_without_raising(memory, t0, fl
         flux_settings(TELEGRAM_API_URL=url)
         assert [a.result(timeout=30) for a in vitals_snapshot(now=t0).alerts] == [False]
     assert len(received) == 3
+
+
+@pytest.mark.parametrize("pieces", [
+    [(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"ok\"", 0)],  # cut short
+    [(b"GARBAGE\r\n\r\n", 0)],  # not HTTP
+    [(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n[1,2,3]", 0)],  # JSON, but no object
+    [(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n", 0), *((bytes([b]), 0.3) for b in b'{"ok":true}')],
+])
+def test_an_alert_answered_wrongly_is_retried_and_logged_never_raised(pieces, monkeypatch, caplog):
+    """Whatever the Bot API answers, short of ok, is retried ALERT_RETRIES times in bounded attempts and logged,
+    without the token; a drip counts as no answer once the attempt's time is up."""
+    import vitals.alerts as alerts
+
+    monkeypatch.setattr(alerts, "ATTEMPT_SECONDS", 1.0)
+    with raw_http_server(pieces) as url:
+        sent = alerts.telegram_send("a warning", token="123:secret", chat_id="42", api_url=url, retries=2,
+                                    backoff=0.01)
+    assert sent is False
+    assert "not sent after 2 attempts" in caplog.text and "secret" not in caplog.text
 
 
 def test_gauges_stay_exact_through_stores_moves_and_forgetting(t0):
