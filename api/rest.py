@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.booth import get_booth
+from core.conf import flux_setting as S
 from core.errors import FluxError, InvalidInput, TooLarge, storage_error, unreachable_error
 from core.http import error_body, flux_error_response
 from core.validate import MAX_OFFSET, int_query
@@ -110,13 +111,14 @@ def page_params(request: Request, *, limit: int = 50) -> tuple[int, int]:
     return int_param(request, "limit", limit, 1, 1000), int_param(request, "offset", 0, 0, MAX_OFFSET)
 
 
-def _booth_view(view: Callable[..., HttpResponse], submit_name: str) -> Callable[..., object]:
+def _booth_view(view: Callable[..., HttpResponse], lane: Callable[[], str]) -> Callable[..., object]:
+    """``view`` run on the booth's executor that ``lane()`` names at each request."""
     def answer(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         return _rendered(view(request, *args, **kwargs))
 
     @functools.wraps(view)
     async def run(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        future = getattr(get_booth(), submit_name)(functools.partial(answer, request, *args, **kwargs))
+        future = getattr(get_booth(), lane())(functools.partial(answer, request, *args, **kwargs))
         return await asyncio.wrap_future(future)
 
     run.csrf_exempt = True
@@ -137,7 +139,18 @@ def _rendered(response: HttpResponse) -> HttpResponse:
 
 def read_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
     """Serve ``view`` on the booth's read workers."""
-    return _booth_view(view, "read")
+    return _booth_view(view, lambda: "read")
+
+
+def outside_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
+    """Serve ``view``, which waits on something outside (a clustering of the whole graph, the LLM), on the booth's
+    threads for such waits: reads never queue behind it."""
+    return _booth_view(view, lambda: "outside")
+
+
+def store_view(view: Callable[..., HttpResponse]) -> Callable[..., object]:
+    """Serve a store: in flux_extracts mode it waits on the LLM (outside), else it is a read worker's."""
+    return _booth_view(view, lambda: "outside" if S("OPERATING_MODE") == "flux_extracts" else "read")
 
 
 def booth_write(fn: Callable[[], T]) -> T:

@@ -2,9 +2,11 @@
 
 Django runs sync views under ASGI in one shared thread, so reads would queue
 behind each other and behind writes. The booth runs each view on its own
-executors instead: reads on READ_WORKERS threads, and every database write on
-one writer thread, so a process's writes never wait on each other for SQLite's
-lock. The writer takes jobs from a priority queue: the bookkeeping of reads (a
+executors instead: reads on READ_WORKERS threads (a read that waits on
+something outside, the LLM of flux_extracts or a clustering of the whole graph,
+on OUTSIDE_WORKERS threads of their own, so that reads never queue behind it),
+and every database write on one writer thread, so a process's writes never wait
+on each other for SQLite's lock. The writer takes jobs from a priority queue: the bookkeeping of reads (a
 retrieval's trace, a feedback receipt) goes first, so it waits at most for the
 one write in progress; stores, batches and applying feedback follow in arrival
 order, at most MAX_WRITE_QUEUE_DEPTH of them.
@@ -47,6 +49,7 @@ T = TypeVar("T")
 Item = TypeVar("Item")
 AHEAD, BOOKKEEPING, WRITE, STOP = -1, 0, 1, 2
 BATCH_MAX = 64  # most traces one commit holds
+OUTSIDE_WORKERS = 8  # reads that wait on something outside at once (beyond them, they queue among themselves)
 LINGER_S = 0.003  # how long a write nobody waits for lets the answer that asked for it go out first
 _held = threading.local()  # on a read worker during a read: the bookkeeping it queues for after it
 
@@ -56,6 +59,7 @@ class Booth:
         self._commit_s = max(commit_seconds, 0.0)
         self._turns = turns or Turns()
         self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="flux-read")
+        self._outside = ThreadPoolExecutor(OUTSIDE_WORKERS, thread_name_prefix="flux-outside")
         self._jobs: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
         self._lock = threading.Lock()
@@ -73,10 +77,17 @@ class Booth:
         return self._depth
 
     def read(self, fn: Callable[[], T]) -> Future[T]:
+        return self._submit(self._reads, fn)
+
+    def outside(self, fn: Callable[[], T]) -> Future[T]:
+        """A read that waits on something outside (the LLM, a clustering): on threads of its own."""
+        return self._submit(self._outside, fn)
+
+    def _submit(self, pool: ThreadPoolExecutor, fn: Callable[[], T]) -> Future[T]:
         with self._lock:
             self._reading += 1
         try:
-            future = self._reads.submit(self._read, fn)
+            future = pool.submit(self._read, fn)
         except BaseException:
             self._read_over()
             raise
@@ -195,6 +206,7 @@ class Booth:
             self._jobs.put((STOP, next(self._order), None, None, False, 0.0, False))
             self._writer.join(timeout)
         self._reads.shutdown(wait=True)
+        self._outside.shutdown(wait=True)
 
     def _put(self, priority: int, fn: Callable[[], T], *, counted: bool = False) -> Future[T]:
         """Queue ``fn``; a ``counted`` job holds one place of the write depth until it has run."""

@@ -7,7 +7,7 @@ from django.urls import path
 
 from api.admin_link import admin_link_login
 from api.openapi import openapi_view
-from api.rest import read_view
+from api.rest import outside_view, read_view, store_view
 from api.views.dreams import DreamListView, DreamRunView
 from api.views.grains import CallerListView, GrainDetailView, GrainListView, StoreBatchView, StoreView
 from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
@@ -16,7 +16,7 @@ from api.views.retrieval import ClusterListView, ClusterRunView, FeedbackView, R
 from core.http import bad_request, error_body
 
 urlpatterns = [
-    path("store", read_view(StoreView.as_view())),
+    path("store", store_view(StoreView.as_view())),
     path("store/batch", read_view(StoreBatchView.as_view())),
     path("retrieve", read_view(RetrieveView.as_view())),
     path("feedback", read_view(FeedbackView.as_view())),
@@ -29,9 +29,9 @@ urlpatterns = [
     path("callers", read_view(CallerListView.as_view())),
     path("relations", read_view(RelationsView.as_view())),
     path("clusters", read_view(ClusterListView.as_view())),
-    path("clusters/run", read_view(ClusterRunView.as_view())),
+    path("clusters/run", outside_view(ClusterRunView.as_view())),
     path("dreams", read_view(DreamListView.as_view())),
-    path("dreams/run", read_view(DreamRunView.as_view())),
+    path("dreams/run", outside_view(DreamRunView.as_view())),
     path("openapi.json", openapi_view),
     path("admin/login-link/<str:token>", admin_link_login),
     path("admin/", admin.site.urls),

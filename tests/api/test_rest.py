@@ -406,6 +406,40 @@ def test_store_in_flux_extracts_mode_stores_the_extracted_facts(api, flux_settin
     assert Grain.objects.count() == 2
 
 
+def test_stores_waiting_on_a_slow_llm_never_hold_up_a_retrieval(api, flux_settings):
+    """In flux_extracts mode a store waits on the LLM on threads of its own: more such stores than there are read
+    workers, the LLM taking seconds, and another client's retrieval is answered at once (it waited for the LLM)."""
+    import json as _json
+    import time
+
+    from django.test import Client
+
+    from core.conf import flux_setting
+    from tests.api.conftest import Api
+    from tests.servers import raw_http_server
+
+    api.post("/store", {"content": "Bo plays the cello in an orchestra"})
+    answer = _json.dumps({"response": _json.dumps({"facts": ["Lena works as a nurse."]})}).encode()
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(answer),
+                                                                                                   answer)
+    with raw_http_server([(reply, 6.0)]) as url:
+        flux_settings(OPERATING_MODE="flux_extracts", OLLAMA_URL=url, LLM_TIMEOUT_SECONDS=30.0)
+        statuses: list[int] = []
+        stores = [threading.Thread(target=lambda: statuses.append(Api(Client()).post(
+            "/store", {"content": "I'm Lena and I work as a nurse."}, caller="slow:chat").status_code))
+            for _ in range(flux_setting("READ_WORKERS") + 1)]
+        for thread in stores:
+            thread.start()
+        time.sleep(1.0)  # every store is waiting on the LLM by now
+        started = time.monotonic()
+        found = Api(Client()).post("/retrieve", {"query": "who plays the cello"}, caller="quick:chat")
+        waited = time.monotonic() - started
+        for thread in stores:
+            thread.join(60)
+    assert found.status_code == 200 and waited < 3.0, waited
+    assert statuses == [201] * len(stores)
+
+
 # --- self-organization endpoints ------------------------------------------------------------------------
 
 def test_relations_are_asserted_and_listed_over_rest(api):
