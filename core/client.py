@@ -22,6 +22,10 @@ from core.errors import FluxError, InvalidInput
 from core.keys import CLIENT_NAME
 
 DEFAULT_TIMEOUT = 30.0
+# How long a store may take when the service asks its LLM (flux_extracts mode): past the default
+# LLM_TIMEOUT_SECONDS (120), so that the service, not the client, says the LLM was too slow (and nothing is stored
+# behind a client that gave up).
+LLM_WAIT_SECONDS = 150.0
 RETRY_STATUSES = (429, 503)
 _ROLE = re.compile(r"^[a-z_]{1,40}$")  # the service says which roles there are
 Caller = tuple[str, str]
@@ -81,8 +85,8 @@ class RestClient:
     # --- the API, one method per endpoint an SDK or tool uses --------------------------------------------------
 
     def post(self, path: str, body: Mapping[str, Any], *, caller: Caller | None = None,
-             api_key: str | None = None) -> dict[str, Any]:
-        return self.request("POST", path, body=body, caller=caller, api_key=api_key)
+             api_key: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+        return self.request("POST", path, body=body, caller=caller, api_key=api_key, timeout=timeout)
 
     def get(self, path: str, *, query: Mapping[str, Any] | None = None, caller: Caller | None = None,
             api_key: str | None = None) -> dict[str, Any]:
@@ -91,17 +95,18 @@ class RestClient:
 
     def request(self, method: str, path: str, *, body: Mapping[str, Any] | None = None,
                 query: Mapping[str, Any] | None = None, caller: Caller | None = None,
-                api_key: str | None = None) -> dict[str, Any]:
+                api_key: str | None = None, timeout: float | None = None) -> dict[str, Any]:
         """One call, retried on 429/503 after Retry-After (at most ``retries`` times, ``max_retry_wait`` s in all).
 
         ``api_key`` is sent instead of the client's own key for this call (the MCP server passes on the key
-        of the agent that called it)."""
+        of the agent that called it); ``timeout`` waits longer (or shorter) than the client's own for this call
+        (a store that may wait on the service's LLM)."""
         target = self._parts.path + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = self._headers(data is not None, caller, api_key or self.api_key)
         waited = 0.0
         for attempt in range(self.retries + 1):
-            status, raw, retry_after = self._send(method, target, data, headers)
+            status, raw, retry_after = self._send(method, target, data, headers, timeout or self.timeout)
             if status in RETRY_STATUSES and attempt < self.retries and waited + retry_after <= self.max_retry_wait:
                 time.sleep(retry_after)
                 waited += retry_after
@@ -141,12 +146,16 @@ class RestClient:
             self._local.conn = conn
         return conn
 
-    def _send(self, method: str, target: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes, float]:
+    def _send(self, method: str, target: str, data: bytes | None, headers: dict[str, str],
+              timeout: float) -> tuple[int, bytes, float]:
         """(status, body, Retry-After seconds) of one exchange. A kept-alive connection the server closed while
         idle is reopened once; anything else that fails is ServiceUnavailable or BadResponse."""
         for fresh in (False, True):
             conn = self._connection()
             reused = conn.sock is not None
+            conn.timeout = timeout  # this call's wait, on a new socket or the kept one
+            if reused:
+                conn.sock.settimeout(timeout)
             try:
                 conn.request(method, target, body=data, headers=headers)
                 response = conn.getresponse()
@@ -155,13 +164,13 @@ class RestClient:
                 self.close()
                 if reused and not fresh:
                     continue  # the idle connection was closed by the server: nothing was processed
-                raise self._unreachable(exc) from None
+                raise self._unreachable(exc, timeout) from None
             except TimeoutError as exc:
                 self.close()
-                raise self._unreachable(exc) from None
+                raise self._unreachable(exc, timeout) from None
             except OSError as exc:
                 self.close()
-                raise self._unreachable(exc) from None
+                raise self._unreachable(exc, timeout) from None
             except http.client.HTTPException as exc:
                 self.close()
                 raise self._not_flux(None, f"an answer that is not HTTP ({exc.__class__.__name__})") from None
@@ -187,12 +196,12 @@ class RestClient:
             raise service_error(status, error)
         return answer
 
-    def _unreachable(self, exc: BaseException) -> ServiceUnavailable:
+    def _unreachable(self, exc: BaseException, timeout: float) -> ServiceUnavailable:
         """Nothing answered: say whether the service is down or stuck, and how to fix it."""
         details = {"url": self.base_url}
         if isinstance(exc, (TimeoutError, socket.timeout)):
             return ServiceUnavailable(
-                f"Flux Memory at {self.base_url} did not answer within {self.timeout:g} s; it may be overloaded or "
+                f"Flux Memory at {self.base_url} did not answer within {timeout:g} s; it may be overloaded or "
                 "stuck. Check it with `flux status` and its log, then retry (a store may already have been applied: "
                 "retrieve before storing the same fact again).", details={**details, "reason": "timeout"})
         why = "connection refused" if isinstance(exc, ConnectionRefusedError) else str(exc) or type(exc).__name__

@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.client import DEFAULT_TIMEOUT, RestClient
+from core.client import DEFAULT_TIMEOUT, LLM_WAIT_SECONDS, RestClient
 from core.errors import InvalidInput
 from core.validate import require_id
 from graph.results import RetrieveResult
@@ -43,10 +44,18 @@ def _when(value: datetime | str | None) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
+class FluxWarning(UserWarning):
+    """What the service said beside a store that succeeded (flux_extracts mode: the LLM failed and the text was
+    stored as given, or it found no facts)."""
+
+
 def _first_id(answer: dict[str, Any]) -> int | None:
-    """The stored grain's id; in flux_extracts mode the first extracted grain's (None if none was found)."""
+    """The stored grain's id; in flux_extracts mode the first extracted grain's (None if none was found), the
+    service's warning, if any, raised as a FluxWarning."""
     if "grain" in answer:
         return answer["grain"]["id"]
+    if answer.get("warning"):
+        warnings.warn(answer["warning"], FluxWarning, stacklevel=3)
     items = answer.get("items") or []
     return items[0]["grain"]["id"] if items else None
 
@@ -96,8 +105,8 @@ class Flux:
     def close(self) -> None:
         self.client.close()
 
-    def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self.client.post(path, body, caller=self._who)
+    def _post(self, path: str, body: Mapping[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        return self.client.post(path, body, caller=self._who, timeout=timeout)
 
     def _get(self, path: str, **query: Any) -> dict[str, Any]:
         return self.client.get(path, query=query, caller=self._who)
@@ -106,7 +115,9 @@ class Flux:
               occurred_at: datetime | str | None = None, restore: bool = False) -> int | None:
         body = {"content": content, "provenance": provenance, "context": context,
                 "occurred_at": _when(occurred_at), "restore": restore}
-        return _first_id(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)}))
+        # A store may wait on the service's LLM (flux_extracts mode): the wait is the LLM's bound, not a call's.
+        return _first_id(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
+                                    timeout=LLM_WAIT_SECONDS))
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         items = [({**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item))
@@ -218,11 +229,15 @@ class EmbeddedFlux:
         return cls(caller)
 
     def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
-              occurred_at: datetime | str | None = None, restore: bool = False) -> int:
-        from memory.store import grain_store
+              occurred_at: datetime | str | None = None, restore: bool = False) -> int | None:
+        from memory.store import ExtractResult, grain_remember
 
-        return grain_store(content=content, provenance=provenance, context=context, occurred_at=occurred_at,
-                           restore=restore, caller=self.caller).grain.pk
+        result = grain_remember(content=content, provenance=provenance, context=context, occurred_at=occurred_at,
+                                restore=restore, caller=self.caller)
+        if not isinstance(result, ExtractResult):
+            return result.grain.pk
+        return _first_id({"items": [{"grain": {"id": r.grain.pk}} for r in result.results],
+                          "warning": result.warning})
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         from memory.store import grain_store_batch

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
-from core.client import DEFAULT_TIMEOUT, Caller, RestClient
+from core.client import DEFAULT_TIMEOUT, LLM_WAIT_SECONDS, Caller, RestClient
 from core.conf import flux_setting
 
 _ANY_ADDRESS = ("", "0.0.0.0", "::")
@@ -65,7 +65,7 @@ class FluxClient:
               api_key: str | None = None) -> dict[str, Any]:
         body = _without_none({"content": content, "provenance": provenance, "context": context,
                               "occurred_at": occurred_at, "restore": restore or None})
-        return self.rest.post("/store", body, caller=caller, api_key=api_key)
+        return self.rest.post("/store", body, caller=caller, api_key=api_key, timeout=LLM_WAIT_SECONDS)
 
     def retrieve(self, query: str, *, limit: int | None = None, caller: Caller | None = None,
                  api_key: str | None = None) -> dict[str, Any]:

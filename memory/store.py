@@ -136,6 +136,27 @@ def grain_extract(
     return ExtractResult(source, results)
 
 
+def grain_remember(
+    *,
+    content: str,
+    provenance: str = Provenance.AI_STATED.value,
+    caller: str | Caller | None = None,
+    context: str = "",
+    occurred_at: datetime | str | None = None,
+    restore: bool = False,
+    rate_limit: bool = False,
+    run_write: Write | None = None,
+) -> StoreResult | ExtractResult:
+    """What a store of ``content`` does in the instance's OPERATING_MODE, for every interface alike (REST, the
+    SDK, MCP through REST): in flux_extracts mode the facts an LLM finds in it (unless it is a restore), else the
+    content itself."""
+    if S("OPERATING_MODE") == "flux_extracts" and not restore:
+        return grain_extract(text=content, provenance=provenance, caller=caller, context=context,
+                             occurred_at=occurred_at, rate_limit=rate_limit, run_write=run_write)
+    return grain_store(content=content, provenance=provenance, caller=caller, context=context,
+                       occurred_at=occurred_at, restore=restore, rate_limit=rate_limit, run_write=run_write)
+
+
 def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit: bool, run_write: Write | None,
            now: datetime, single: bool, source_text: str | None = None) -> tuple[list[StoreResult], Source | None]:
     """The one path of every store (see the module's docstring)."""

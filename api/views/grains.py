@@ -6,13 +6,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.rest import booth_write, json_object, page_params, request_caller
-from core.conf import flux_setting
 from core.errors import InvalidInput
 from core.throttle import throttle
 from grains.selectors import LIST_FIELDS, caller_list, grain_list
 from memory.dossier import grain_detail, grain_dossier
 from memory.retrieval import traces_written
-from memory.store import grain_extract, grain_store, grain_store_batch
+from memory.store import ExtractResult, grain_remember, grain_store_batch
 
 STORE_FIELDS = {"content", "provenance", "context", "occurred_at", "restore"}
 
@@ -28,16 +27,12 @@ class StoreView(APIView):
 
     def post(self, request: Request) -> Response:
         data = json_object(request, allowed=STORE_FIELDS, required={"content"})
-        caller = request_caller(request)
-        if flux_setting("OPERATING_MODE") == "flux_extracts" and not data.get("restore"):
-            extracted = grain_extract(text=data["content"], provenance=data.get("provenance", "ai_stated"),
-                                      context=data.get("context", ""), occurred_at=data.get("occurred_at"),
-                                      caller=caller, rate_limit=True, run_write=booth_write)
-            return Response({"items": [stored_json(r) for r in extracted.results],
-                             "created": sum(r.created for r in extracted.results),
-                             "source_id": extracted.source.pk if extracted.source else None,
-                             "warning": extracted.warning}, status=201)
-        result = grain_store(caller=caller, rate_limit=True, run_write=booth_write, **data)
+        result = grain_remember(caller=request_caller(request), rate_limit=True, run_write=booth_write, **data)
+        if isinstance(result, ExtractResult):
+            return Response({"items": [stored_json(r) for r in result.results],
+                             "created": sum(r.created for r in result.results),
+                             "source_id": result.source.pk if result.source else None,
+                             "warning": result.warning}, status=201)
         return Response(stored_json(result), status=201 if result.created else 200)
 
 

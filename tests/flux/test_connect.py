@@ -180,3 +180,54 @@ def test_embedded_refuses_an_instance_whose_service_runs(tmp_path):
         stand_in.kill()
         stand_in.wait()
     assert out.returncode != 0 and "is running" in out.stderr and "Flux.connect('busy')" in out.stderr
+
+
+def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service_says(tmp_path):
+    """In flux_extracts mode the embedded SDK stores the facts the LLM finds, as the service does (it stored the
+    text as one grain and never asked the LLM); a warning beside a store (the LLM down, the text stored as given)
+    reaches the caller as a FluxWarning, embedded or remote."""
+    import json
+
+    from flux.sdk import FluxWarning, _first_id
+    from tests.servers import fake_ollama
+
+    facts = ["Nora moved to Oslo in 2021.", "Nora works as a pilot."]
+    code = ("import json, sys, warnings; from flux.sdk import Flux\n"
+            "mem = Flux.embedded(sys.argv[1], caller='emb:chat')\n"
+            "with warnings.catch_warnings(record=True) as said:\n"
+            "    warnings.simplefilter('always')\n"
+            "    first = mem.store('Nora moved to Oslo in 2021 and works as a pilot.')\n"
+            "print(json.dumps([first, [g['content'] for g in mem.grains()], [str(w.message) for w in said]]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
+    reply = {"response": json.dumps({"facts": facts}), "done": True}
+    with fake_ollama(lambda body: (200, reply)) as (url, received):
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x")], cwd=ROOT, timeout=300, text=True,
+                             capture_output=True, check=True,
+                             env={**env, "OPERATING_MODE": "flux_extracts", "OLLAMA_URL": url})
+    first, contents, said = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(received) == 1 and sorted(contents) == sorted(facts) and first and said == []
+    down = subprocess.run([sys.executable, "-c", code, str(tmp_path / "y")], cwd=ROOT, timeout=300, text=True,
+                          capture_output=True, check=True,
+                          env={**env, "OPERATING_MODE": "flux_extracts", "EXTRACT_FALLBACK": "caller_extracts",
+                               "OLLAMA_URL": f"http://127.0.0.1:{free_port()}"})
+    first, contents, said = json.loads(down.stdout.strip().splitlines()[-1])
+    assert contents == ["Nora moved to Oslo in 2021 and works as a pilot."] and "stored as given" in said[0]
+    with pytest.warns(FluxWarning, match="stored as given"):  # the remote SDK, from the service's answer
+        assert _first_id({"items": [{"grain": {"id": 7}}], "warning": "the LLM is down; the text was stored as "
+                                                                     "given"}) == 7
+
+
+def test_a_call_may_wait_longer_than_the_clients_own_timeout():
+    """A store that may wait on the service's LLM waits for it (the client gave up at its 30 s while the service
+    went on, and stored); any other call keeps the client's own bound."""
+    from core.client import RestClient
+    from tests.servers import raw_http_server
+
+    body = b'{"ok": true}'
+    late = [(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+             2.0)]
+    with raw_http_server(late) as url:
+        client = RestClient(url, timeout=1.0, retries=0)
+        with pytest.raises(ServiceUnavailable, match="did not answer within 1 s"):
+            client.post("/store", {"content": "x"})
+        assert client.post("/store", {"content": "x"}, timeout=10.0) == {"ok": True}
