@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -136,25 +136,13 @@ def grain_extract(
     return ExtractResult(source, results)
 
 
-def grain_remember(
-    *,
-    content: str,
-    provenance: str = Provenance.AI_STATED.value,
-    caller: str | Caller | None = None,
-    context: str = "",
-    occurred_at: datetime | str | None = None,
-    restore: bool = False,
-    rate_limit: bool = False,
-    run_write: Write | None = None,
-) -> StoreResult | ExtractResult:
+def grain_remember(*, content: str, restore: bool = False, **store: Any) -> StoreResult | ExtractResult:
     """What a store of ``content`` does in the instance's OPERATING_MODE, for every interface alike (REST, the
     SDK, MCP through REST): in flux_extracts mode the facts an LLM finds in it (unless it is a restore), else the
-    content itself."""
+    content itself. ``store``: what both take (provenance, caller, context, occurred_at, rate_limit, run_write)."""
     if S("OPERATING_MODE") == "flux_extracts" and not restore:
-        return grain_extract(text=content, provenance=provenance, caller=caller, context=context,
-                             occurred_at=occurred_at, rate_limit=rate_limit, run_write=run_write)
-    return grain_store(content=content, provenance=provenance, caller=caller, context=context,
-                       occurred_at=occurred_at, restore=restore, rate_limit=rate_limit, run_write=run_write)
+        return grain_extract(text=content, **store)
+    return grain_store(content=content, restore=restore, **store)
 
 
 def _store(checked: list[StoreItem], caller: str | Caller | None, *, rate_limit: bool, run_write: Write | None,
