@@ -13,7 +13,7 @@ import ipaddress
 import os
 from collections.abc import Callable
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -75,8 +75,11 @@ class ViewerMiddleware:
             return self.get_response(request)
         if not token_matches(given):
             return refusal(request.path)
-        rest = {k: v for k, v in parse_qs(request.META.get("QUERY_STRING", "")).items() if k != "token"}
-        response = HttpResponseRedirect(request.path + (f"?{urlencode(rest, doseq=True)}" if rest else ""))
+        # The rest of the query as it came, parameter by parameter (a blank one, bytes that are not UTF-8), only
+        # the token taken out.
+        rest = "&".join(part for part in request.META.get("QUERY_STRING", "").split("&")
+                        if part and unquote_plus(part.split("=", 1)[0]) != "token")
+        response = HttpResponseRedirect(request.path + (f"?{rest}" if rest else ""))
         response.set_cookie(cookie_name(), given, max_age=COOKIE_MAX_AGE, httponly=True, samesite="Strict")
         return response
 

@@ -306,6 +306,9 @@ def test_a_remote_viewer_needs_the_token_for_pages_data_and_the_socket(rest):
             _ws(board, remote)
         status, _, headers = call(f"{board}/?token={token}", source=remote)
         assert status == 302 and headers["Location"] == "/" and "HttpOnly" in headers["Set-Cookie"]
+        # The rest of the address kept as it came: a blank parameter, bytes that are not UTF-8.
+        status, _, kept = call(f"{board}/chronicle?a=&token={token}&b=%ED%A0%80&c=1", source=remote)
+        assert status == 302 and kept["Location"] == "/chronicle?a=&b=%ED%A0%80&c=1", kept["Location"]
         cookie = headers["Set-Cookie"].split(";")[0]
         assert call(f"{board}/api/activity", headers={"Cookie": cookie}, source=remote)[0] == 200
         with _ws(board, remote, additional_headers={"Cookie": cookie}) as ws:
