@@ -49,15 +49,14 @@ class FluxWarning(UserWarning):
     stored as given, or it found no facts)."""
 
 
-def _first_id(answer: dict[str, Any]) -> int | None:
-    """The stored grain's id; in flux_extracts mode the first extracted grain's (None if none was found), the
-    service's warning, if any, raised as a FluxWarning."""
+def _stored_ids(answer: dict[str, Any]) -> list[int]:
+    """The ids of the grains a store gave: the one stored, or in flux_extracts mode every extracted fact's (none
+    when none was found); the service's warning, if any, raised as a FluxWarning."""
     if "grain" in answer:
-        return answer["grain"]["id"]
+        return [answer["grain"]["id"]]
     if answer.get("warning"):
-        warnings.warn(answer["warning"], FluxWarning, stacklevel=3)
-    items = answer.get("items") or []
-    return items[0]["grain"]["id"] if items else None
+        warnings.warn(answer["warning"], FluxWarning, stacklevel=4)
+    return [item["grain"]["id"] for item in answer.get("items") or []]
 
 
 def resolve(name_or_url: str | None, api_key: str | None) -> tuple[str, str | None, str]:
@@ -111,13 +110,19 @@ class Flux:
     def _get(self, path: str, **query: Any) -> dict[str, Any]:
         return self.client.get(path, query=query, caller=self._who)
 
-    def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
-              occurred_at: datetime | str | None = None, restore: bool = False) -> int | None:
+    def store(self, content: str, **fields: Any) -> int | None:
+        """Store a fact (provenance, context, occurred_at, restore as ``store_all`` takes them); its grain's id, in
+        flux_extracts mode the first fact's (None when the LLM found none)."""
+        return next(iter(self.store_all(content, **fields)), None)
+
+    def store_all(self, content: str, *, provenance: str = "ai_stated", context: str = "",
+                  occurred_at: datetime | str | None = None, restore: bool = False) -> list[int]:
+        """Store ``content``; the ids of every grain it gave: one, or in flux_extracts mode each fact's."""
         body = {"content": content, "provenance": provenance, "context": context,
                 "occurred_at": _when(occurred_at), "restore": restore}
         # A store may wait on the service's LLM (flux_extracts mode): the wait is the LLM's bound, not a call's.
-        return _first_id(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
-                                    timeout=LLM_WAIT_SECONDS))
+        return _stored_ids(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
+                                      timeout=LLM_WAIT_SECONDS))
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         items = [({**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item))
@@ -228,16 +233,19 @@ class EmbeddedFlux:
         call_command("migrate", verbosity=0, interactive=False)
         return cls(caller)
 
-    def store(self, content: str, *, provenance: str = "ai_stated", context: str = "",
-              occurred_at: datetime | str | None = None, restore: bool = False) -> int | None:
+    def store(self, content: str, **fields: Any) -> int | None:
+        return next(iter(self.store_all(content, **fields)), None)
+
+    def store_all(self, content: str, *, provenance: str = "ai_stated", context: str = "",
+                  occurred_at: datetime | str | None = None, restore: bool = False) -> list[int]:
         from memory.store import ExtractResult, grain_remember
 
         result = grain_remember(content=content, provenance=provenance, context=context, occurred_at=occurred_at,
                                 restore=restore, caller=self.caller)
         if not isinstance(result, ExtractResult):
-            return result.grain.pk
-        return _first_id({"items": [{"grain": {"id": r.grain.pk}} for r in result.results],
-                          "warning": result.warning})
+            return [result.grain.pk]
+        return _stored_ids({"items": [{"grain": {"id": r.grain.pk}} for r in result.results],
+                            "warning": result.warning})
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         from memory.store import grain_store_batch

@@ -188,7 +188,7 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
     reaches the caller as a FluxWarning, embedded or remote."""
     import json
 
-    from flux.sdk import FluxWarning, _first_id
+    from flux.sdk import FluxWarning, _stored_ids
     from tests.servers import fake_ollama
 
     facts = ["Nora moved to Oslo in 2021.", "Nora works as a pilot."]
@@ -196,25 +196,26 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
             "mem = Flux.embedded(sys.argv[1], caller='emb:chat')\n"
             "with warnings.catch_warnings(record=True) as said:\n"
             "    warnings.simplefilter('always')\n"
-            "    first = mem.store('Nora moved to Oslo in 2021 and works as a pilot.')\n"
-            "print(json.dumps([first, [g['content'] for g in mem.grains()], [str(w.message) for w in said]]))")
+            "    every = mem.store_all('Nora moved to Oslo in 2021 and works as a pilot.')\n"
+            "print(json.dumps([every, [g['content'] for g in mem.grains()], [str(w.message) for w in said]]))")
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")}
     reply = {"response": json.dumps({"facts": facts}), "done": True}
     with fake_ollama(lambda body: (200, reply)) as (url, received):
         out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x")], cwd=ROOT, timeout=300, text=True,
                              capture_output=True, check=True,
                              env={**env, "OPERATING_MODE": "flux_extracts", "OLLAMA_URL": url})
-    first, contents, said = json.loads(out.stdout.strip().splitlines()[-1])
-    assert len(received) == 1 and sorted(contents) == sorted(facts) and first and said == []
+    every, contents, said = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(received) == 1 and sorted(contents) == sorted(facts) and len(every) == 2 and said == []
     down = subprocess.run([sys.executable, "-c", code, str(tmp_path / "y")], cwd=ROOT, timeout=300, text=True,
                           capture_output=True, check=True,
                           env={**env, "OPERATING_MODE": "flux_extracts", "EXTRACT_FALLBACK": "caller_extracts",
                                "OLLAMA_URL": f"http://127.0.0.1:{free_port()}"})
-    first, contents, said = json.loads(down.stdout.strip().splitlines()[-1])
+    every, contents, said = json.loads(down.stdout.strip().splitlines()[-1])
     assert contents == ["Nora moved to Oslo in 2021 and works as a pilot."] and "stored as given" in said[0]
+    assert len(every) == 1
     with pytest.warns(FluxWarning, match="stored as given"):  # the remote SDK, from the service's answer
-        assert _first_id({"items": [{"grain": {"id": 7}}], "warning": "the LLM is down; the text was stored as "
-                                                                     "given"}) == 7
+        assert _stored_ids({"items": [{"grain": {"id": 7}}], "warning": "the LLM is down; the text was stored as "
+                                                                       "given"}) == [7]
 
 
 def test_a_call_may_wait_longer_than_the_clients_own_timeout():
