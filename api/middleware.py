@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core.conf import flux_setting as S
 from core.http import error_body
-from core.keys import KEYS_FILE, Keyring
+from core.keys import KEYS_FILE, Keyring, KeysUnreadable
 
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 OPEN_PATHS = ("/admin/", "/openapi.json")
@@ -59,11 +59,14 @@ def _foreign_write(request: HttpRequest) -> JsonResponse | None:
 
 def _unauthorized(request: HttpRequest) -> HttpResponse | None:
     ring = keyring()
-    if not ring.enabled:
-        request.flux_client = None
-        return None
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    client = ring.client_of(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+    try:
+        if not ring.enabled:
+            request.flux_client = None
+            return None
+        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+        client = ring.client_of(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+    except KeysUnreadable as exc:
+        return _refuse(503, "keys_unreadable", str(exc))
     if client is None:
         response = _refuse(401, "unauthorized", "this memory requires an API key: send Authorization: Bearer <key> "
                            "(an operator creates one with `flux keys add --name <instance> CLIENT`)")

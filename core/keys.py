@@ -23,6 +23,10 @@ CLIENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")  # what a calle
 _LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._@+-]{0,99}) ([0-9a-f]{64})$")
 
 
+class KeysUnreadable(Exception):
+    """The keys file of a running service does not read as keys: every call is refused (503) until it is mended."""
+
+
 class KeySettingError(ValueError):
     """A key setting or file that cannot be used: the message says where and why."""
 
@@ -75,26 +79,34 @@ def read_file(path: Path) -> list[tuple[str, str]]:
 
 
 def add_to_file(path: Path, client: str) -> str:
-    """A new key for ``client``, its hash appended to the keys file (created 0600); the key itself is returned
-    once and kept nowhere."""
+    """A new key for ``client``, its hash appended to the keys file (created 0600) on a line of its own; the key
+    itself is returned once and kept nowhere. A file that does not read as keys is refused (KeySettingError),
+    rather than added to."""
     check_client(client)
+    read_file(path)
     key = new_key()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as out:
-        out.write(f"{client} {key_hash(key)}\n")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a+b") as out:
+        size = out.seek(0, os.SEEK_END)
+        ends_open = False  # a last line without its newline (edited by hand): the new one must not join it
+        if size:
+            out.seek(size - 1)
+            ends_open = out.read(1) != b"\n"
+        out.write((b"\n" if ends_open else b"") + f"{client} {key_hash(key)}\n".encode())
     path.chmod(0o600)
     return key
 
 
-def remove_from_file(path: Path, client: str) -> int:
-    """Remove every key of ``client``; how many were removed."""
-    kept, removed = [], 0
+def remove_from_file(path: Path, client: str) -> list[str]:
+    """Remove every key of ``client``; the hashes removed (the file untouched when there were none)."""
+    kept, removed = [], []
     for pair in read_file(path):
         if pair[0] == client:
-            removed += 1
+            removed.append(pair[1])
         else:
             kept.append(pair)
-    write_private(path, "".join(f"{c} {h}\n" for c, h in kept))
+    if removed:
+        write_private(path, "".join(f"{c} {h}\n" for c, h in kept))
     return removed
 
 
@@ -106,9 +118,12 @@ class Keyring:
         self._path = path
         self._stamp: tuple[float, int] | None = None
         self._from_file: list[tuple[str, str]] = []
+        self._broken: str | None = None
         self._lock = threading.Lock()
 
     def _pairs(self) -> list[tuple[str, str]]:
+        """The keys; KeysUnreadable while the file does not read as keys (every call is refused then: which
+        keys were meant is not known)."""
         try:
             stat = self._path.stat()
             stamp = (stat.st_mtime, stat.st_size)
@@ -116,8 +131,15 @@ class Keyring:
             stamp = None
         with self._lock:
             if stamp != self._stamp:
-                self._from_file = read_file(self._path) if stamp else []
                 self._stamp = stamp
+                try:
+                    self._from_file, self._broken = (read_file(self._path) if stamp else []), None
+                except KeySettingError as exc:
+                    self._from_file, self._broken = [], str(exc)
+            if self._broken is not None:
+                raise KeysUnreadable(f"this memory's API keys file does not read as keys ({self._broken}): every "
+                                     "call is refused until an operator mends it (`flux keys list --name <instance>` "
+                                     "says where)")
             return self._fixed + self._from_file
 
     @property
@@ -133,7 +155,7 @@ class Keyring:
         return found
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -146,12 +168,12 @@ def open_rest_refusal(host: str, api_keys: str, data_dir: Path, *, what: str = "
                       setting: str = "REST_HOST") -> str | None:
     """Why the REST API (or ``what``, bound by ``setting``) may not listen on ``host`` (beyond loopback without API
     keys), or None."""
-    if _loopback(host):
+    if loopback(host):
         return None
     try:
         if Keyring(api_keys, data_dir / KEYS_FILE).enabled:
             return None
-    except KeySettingError as exc:
+    except (KeySettingError, KeysUnreadable) as exc:
         return str(exc)
     return (f"the {what} would listen on {host} without API keys: anyone who reaches it could read and change "
             f"the memory. Add a key (`flux keys add --name <instance> CLIENT`) or bind {setting} to 127.0.0.1")

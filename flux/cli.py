@@ -14,7 +14,16 @@ from pathlib import Path
 from core.defaults import CHOICES
 from core.env import SettingError, infrastructure_check
 from core.files import write_private
-from core.keys import KEYS_FILE, KeySettingError, add_to_file, read_file, remove_from_file
+from core.keys import (
+    KEYS_FILE,
+    KeySettingError,
+    add_to_file,
+    key_hash,
+    loopback,
+    parse_setting,
+    read_file,
+    remove_from_file,
+)
 from core.net import http_answers
 from core.secret import SECRET_FILE, SecretError, instance_secret
 from core.version import flux_version
@@ -329,26 +338,61 @@ def cmd_admin(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    """API keys: add one for a client (printed once, only its hash kept), list the clients, remove a client's."""
+    """API keys: add one for a client (printed once, only its hash kept), list the clients, remove a client's.
+    Keys take effect at once in a running service (it reads the file again when it changes)."""
     instance = Instance.existing(args.name)
     path = instance.path / KEYS_FILE
+    if args.action in ("add", "remove") and not args.client:
+        raise InstanceError(f"give the client: flux keys {args.action} CLIENT --name {args.name}")
     try:
+        configured = parse_setting(str(instance.setting("API_KEYS")))
         if args.action == "add":
-            key = add_to_file(path, args.client or "")
+            first = not read_file(path) and not configured
+            key = add_to_file(path, args.client)
             print(f"API key for client {args.client!r} (shown once; keep it secret): {key}")
             if args.local:
                 instance.set_config("API_KEY", key)
-                print(f"  written to {instance.config_file} as API_KEY: this instance's MCP bridge and tools send it")
-            print("  Restart the instance if it runs without keys: from now on every REST call needs a key.")
+                print(f"  written to {instance.config_file} as API_KEY: this instance's MCP bridge and tools send it "
+                      "(`flux mcp-config` writes it into the HTTP snippets too)")
+            if first:
+                print("  From now on every REST and MCP call needs a key (at once: no restart).")
         elif args.action == "remove":
-            removed = remove_from_file(path, args.client or "")
-            print(f"Removed {removed} key(s) of client {args.client!r}")
+            _keys_remove(instance, path, args.client, configured)
         else:
-            clients = [c for c, _ in read_file(path)]
-            print("\n".join(clients) if clients else "No API keys: the REST API is open on loopback.")
+            files = [c for c, _ in read_file(path)]
+            fixed = [f"{c} (API_KEYS in {instance.config_file})" for c, _ in configured]
+            print("\n".join(files + fixed) if files or fixed else "No API keys: the REST API is open on loopback.")
     except KeySettingError as exc:
         raise InstanceError(str(exc)) from None
     return 0
+
+
+def _keys_remove(instance: Instance, path: Path, client: str, configured: list[tuple[str, str]]) -> None:
+    """Remove a client's keys from the keys file; refused when none is there, or when no key would be left while
+    the instance listens beyond this machine (it would be open to anyone who reaches it)."""
+    pairs = read_file(path)
+    mine = [h for c, h in pairs if c == client]
+    if not mine:
+        also = " (its key in API_KEYS stays: remove it from config.yaml)" if any(c == client for c, _ in configured) \
+            else ""
+        raise InstanceError(f"no key of client {client!r} in {path}{also}; `flux keys list --name {instance.name}` "
+                            "shows the clients")
+    left = len(pairs) - len(mine) + len(configured)
+    exposed = [key for key in ("REST_HOST", "MCP_HOST") if not loopback(str(instance.setting(key)))]
+    if not left and exposed:
+        raise InstanceError(f"{client!r} has the last key, and {' and '.join(exposed)} reach beyond this machine: "
+                            "without a key anyone who reaches them could read and change the memory. Add another key "
+                            "first, or set them to 127.0.0.1")
+    removed = remove_from_file(path, client)
+    print(f"Removed {len(removed)} key(s) of client {client!r}")
+    if any(c == client for c, _ in configured):
+        print(f"  its key in API_KEYS ({instance.config_file}) stays: remove it there")
+    local = instance.setting("API_KEY")
+    if local and key_hash(str(local)) in removed:
+        print(f"  API_KEY in {instance.config_file} was one of them: this instance's own tools (status, the MCP "
+              f"bridge) are refused until it holds another (`flux keys add NAME --local --name {instance.name}`)")
+    if not left:
+        print("  No key is left: every program on this machine may call the REST API and MCP again (at once).")
 
 
 def _pids(pids: dict[str, int]) -> str:

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from core.files import write_private
 from flux.instance import Instance, python
 
 
@@ -67,8 +68,9 @@ def _http(instance: Instance, key: str) -> dict[str, str]:
 
 def write_snippets(instance: Instance) -> dict[Path, str]:
     """Write every snippet into the instance's integrations/ folder; returns path -> content."""
-    instance.integrations.mkdir(parents=True, exist_ok=True)
+    instance.integrations.mkdir(mode=0o700, parents=True, exist_ok=True)
+    instance.integrations.chmod(0o700)
     written = {instance.integrations / name: text for name, text in snippets(instance).items()}
     for path, text in written.items():
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text)  # a snippet may carry the instance's API key
     return written

@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 
-from core.keys import KEYS_FILE, Keyring
+from core.keys import KEYS_FILE, Keyring, KeysUnreadable
 from mcp_bridge.client import FluxClient
 from mcp_bridge.server import build_server
 
@@ -39,7 +39,12 @@ class Gate:
         self.app, self.keyring = app, keyring
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.keyring.enabled and not self._allowed(scope):
+        try:
+            refused = scope["type"] == "http" and self.keyring.enabled and not self._allowed(scope)
+        except KeysUnreadable as exc:
+            await _refuse(send, 503, "keys_unreadable", str(exc))
+            return
+        if refused:
             await _refuse(send, 401, "unauthorized", "this memory requires an API key: send Authorization: Bearer "
                           "<key> (`flux keys add --name <instance> CLIENT`)",
                           (b"www-authenticate", b'Bearer realm="flux-memory"'))

@@ -127,3 +127,50 @@ def test_start_refuses_to_open_rest_beyond_loopback_without_keys(tmp_path):
     out = flux_cli(home, "start", "--name", "open")
     assert out.returncode == 1 and "without API keys" in out.stderr and "Traceback" not in out.stderr
     assert not (home / "open" / "run").exists() or not list((home / "open" / "run").glob("*.pid"))
+
+
+def test_a_keys_file_edited_badly_refuses_every_call_with_where_and_add_neither_joins_nor_adds(tmp_path):
+    """A keys file that does not read as keys: every call refused 503 naming the file's line (it was a 500 with
+    no reason, REST and MCP alike), `flux keys add` refused too (it added a key that could not work); a last line
+    left without its newline is not joined by the next key (it made the file unreadable)."""
+    home = tmp_path / "home"
+    assert flux_cli(home, "init", "--name", "team", "--yes").returncode == 0
+    first = flux_cli(home, "keys", "add", "alice", "--name", "team")
+    key = re.search(r"(flux_\S+)", first.stdout).group(1)
+    keys = home / "team" / "api-keys"
+    keys.write_text(keys.read_text().rstrip("\n"))  # saved by an editor without the last newline
+    assert flux_cli(home, "keys", "add", "bob", "--name", "team").returncode == 0
+    assert [line.split()[0] for line in keys.read_text().splitlines()] == ["alice", "bob"]
+    with flux_server(home / "team") as (base, _):
+        assert request(f"{base}/health", Authorization=f"Bearer {key}")[0] == 200
+        with open(keys, "a") as out:
+            out.write("this is a bad line\n")
+        status, answer, _ = request(f"{base}/health", Authorization=f"Bearer {key}")
+        assert status == 503 and answer["error"]["code"] == "keys_unreadable", answer
+        assert "line 3" in answer["error"]["message"]
+        refused = flux_cli(home, "keys", "add", "carol", "--name", "team")
+        assert refused.returncode == 1 and "line 3" in refused.stderr and "carol" not in keys.read_text()
+        keys.write_text("\n".join(keys.read_text().splitlines()[:2]) + "\n")
+        assert request(f"{base}/health", Authorization=f"Bearer {key}")[0] == 200
+
+
+def test_removing_keys_says_what_it_did_and_never_opens_a_memory_beyond_this_machine(tmp_path):
+    home = tmp_path / "home"
+    assert flux_cli(home, "init", "--name", "team", "--yes").returncode == 0
+    for args, text in ((["remove"], "give the client"), (["remove", "nobody"], "no key of client 'nobody'")):
+        out = flux_cli(home, "keys", *args, "--name", "team")
+        assert out.returncode == 1 and text in out.stderr, out.stderr
+    assert not (home / "team" / "api-keys").exists()  # nothing made by a remove that removed nothing
+    added = flux_cli(home, "keys", "add", "alice", "--local", "--name", "team")
+    assert "every REST and MCP call needs a key (at once: no restart)" in added.stdout
+    config = home / "team" / "config.yaml"
+    config.write_text(config.read_text() + "REST_HOST: 0.0.0.0\nAPI_KEYS: svc:abcdefghijklmnop1234\n")
+    listed = flux_cli(home, "keys", "list", "--name", "team")
+    assert listed.stdout.splitlines() == ["alice", f"svc (API_KEYS in {config})"]
+    config.write_text(config.read_text().replace("API_KEYS: svc:abcdefghijklmnop1234\n", ""))
+    last = flux_cli(home, "keys", "remove", "alice", "--name", "team")
+    assert last.returncode == 1 and "REST_HOST" in last.stderr and "last key" in last.stderr
+    config.write_text(config.read_text().replace("REST_HOST: 0.0.0.0\n", ""))
+    gone = flux_cli(home, "keys", "remove", "alice", "--name", "team")
+    assert gone.returncode == 0 and "Removed 1 key(s)" in gone.stdout, gone.stderr
+    assert "API_KEY in" in gone.stdout and "No key is left" in gone.stdout

@@ -175,6 +175,17 @@ def test_mcp_config_writes_the_http_snippets(tmp_path, with_key):
     assert entry["type"] == "http" and entry["url"] == "http://127.0.0.1:7999/mcp"
     assert entry.get("headers") == ({"Authorization": "Bearer flux_abc"} if with_key else None)
     assert 'url = "http://127.0.0.1:7999/mcp"' in written["codex_http.toml"]
+    # Written again over files and a folder someone opened up: private again, the key inside.
+    from flux.integrations import write_snippets
+
+    instance = Instance("mem", folder)
+    first = write_snippets(instance)
+    (folder / "integrations").chmod(0o755)
+    for path in first:
+        path.chmod(0o644)
+    for path in write_snippets(instance):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert (folder / "integrations").stat().st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize("message,problem", [
