@@ -333,8 +333,15 @@ def cmd_admin(args: argparse.Namespace) -> int:
         print(out.stdout.strip(), flush=True)
         if action:
             return 0
+    if action and action[0] == "link":
+        raise InstanceError(f"link takes nothing more (got {' '.join(action[1:])!r})")
+    if action and action[0] == "search" and len(action) > 2:  # the words of a query typed without quotes
+        action = ["search", " ".join(action[1:])]
     argv = [python(), "-m", "django", "flux_admin", *(action or ["menu"]), "--base-url", instance.rest_url()]
-    return subprocess.run(argv, env=instance.environ(), cwd=instance.path).returncode
+    try:
+        return subprocess.run(argv, env=instance.environ(), cwd=instance.path).returncode
+    except KeyboardInterrupt:  # Ctrl-C reached the menu too, which ends on it
+        return 130
 
 
 def cmd_keys(args: argparse.Namespace) -> int:

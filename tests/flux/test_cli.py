@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -349,6 +350,13 @@ def test_admin_actions_for_scripts_need_the_token_they_print(instance):
     dossier = flux(home, "admin", "--name", "mem", "export", str(gid))
     assert json.loads(dossier.stdout)["content"] == "The storage unit code is 5150"
     assert "needs --reason" in flux(home, "admin", "--name", "mem", "purge", str(gid)).stderr
+    # A query's words without quotes are one query; what an action does not take is said, in the command's name.
+    words = flux(home, "admin", "--name", "mem", "search", "storage", "unit")
+    assert words.returncode == 0 and f"#{gid} [active] The storage unit code is 5150" in words.stdout, words.stderr
+    for args, text in ((["audit", "extra"], "audit takes no argument"), (["link", "extra"], "link takes nothing"),
+                       (["bogus"], "flux admin --name NAME: error: argument action: invalid choice: 'bogus'")):
+        out = flux(home, "admin", "--name", "mem", *args)
+        assert out.returncode != 0 and text in out.stderr and "__main__" not in out.stderr, out.stderr
 
 
 def test_admin_menu_is_driven_through_standard_input(instance):
@@ -366,7 +374,7 @@ def test_admin_menu_is_driven_through_standard_input(instance):
         assert line, menu.stderr.read()
         lines.append(line)
     token = lines[-1].rsplit(" ", 1)[1].strip()
-    script = ["1", "spare key", "2", str(gid), "key leaked", "WRONG", "2", str(gid), "key leaked", token,
+    script = ["1", "spare key", "9", "2", str(gid), "key leaked", "WRONG", "2", str(gid), "key leaked", token,
               "4", "3", str(gid), "undo", token, "q"]
     out, err = menu.communicate("\n".join(script) + "\n", timeout=120)
     assert menu.returncode == 0, err
@@ -375,6 +383,19 @@ def test_admin_menu_is_driven_through_standard_input(instance):
     assert "the token does not match; nothing was done" in out
     assert f"purged grain {gid}" in out and f"flux-terminal:admin purge #{gid}: key leaked" in out
     assert f"restored grain {gid}" in out
+    assert "no choice '9': type a number of the menu, or q" in out
+    # Ctrl-C at the prompt (the terminal's SIGINT to the whole group) ends the menu without a traceback.
+    import signal
+
+    again = subprocess.Popen([sys.executable, "-m", "flux", "admin", "--name", "mem"], cwd=ROOT, env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    while "Confirmation token for this session" not in (line := again.stdout.readline()):
+        assert line, again.stderr.read()
+    time.sleep(0.5)  # at the prompt
+    os.killpg(again.pid, signal.SIGINT)
+    _, err = again.communicate(timeout=60)
+    assert again.returncode in (0, 130) and "Traceback" not in err, err
 
 
 def test_broadcast_opens_only_the_dashboard_to_the_lan(tmp_path):

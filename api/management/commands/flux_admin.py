@@ -59,6 +59,9 @@ def act(action: str, grain_id: int, reason: str) -> str:
 class Command(FluxCommand):
     help = "Operator's terminal: search, purge, restore, audit log, export (a menu, or one action for scripts)."
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> CommandParser:
+        return super().create_parser("flux", "admin --name NAME", **kwargs)  # what the operator typed
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", nargs="?", choices=["menu", "search", "purge", "restore", "audit", "export"],
                             default="menu")
@@ -79,6 +82,8 @@ class Command(FluxCommand):
     def once(self, opts: dict) -> None:
         action, target = opts["action"], opts["target"]
         if action == "audit":
+            if target:
+                raise CommandError(f"audit takes no argument (got {target!r}); --limit N shows the N newest entries")
             self.stdout.write("\n".join(audit_lines(opts["limit"])) or "the audit log is empty")
             return
         if not target:
@@ -130,7 +135,7 @@ class Command(FluxCommand):
         elif choice == "6":
             self.stdout.write(f"open {base_url or 'the instance'}/admin/ in a browser (log in with: flux admin link)")
         else:
-            self.stdout.write(MENU)
+            self.stdout.write(f"no choice {choice[:40]!r}: type a number of the menu, or q\n{MENU}")
 
 
 def _asker(write: Callable[[str], object]) -> Callable[[str], str | None]:
@@ -138,7 +143,8 @@ def _asker(write: Callable[[str], object]) -> Callable[[str], str | None]:
         write(prompt)
         try:
             return input().strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: the menu ends, as with q
+            write("\n")
             return None
 
     return ask
