@@ -13,6 +13,8 @@ from core.conf import flux_setting as S
 from core.errors import LLMBadAnswer, LLMUnavailable
 from core.net import AnswerTooLong, read_by
 
+MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer longer than this is no list of facts
+
 
 def ollama_generate_json(prompt: str) -> str:
     """The model's answer (a JSON text, as asked with ``format: json``) to ``prompt``.
@@ -53,9 +55,6 @@ def ollama_generate_json(prompt: str) -> str:
     except (ValueError, KeyError, TypeError):
         raise LLMBadAnswer(f"the LLM at {url} sent a reply without a 'response': {raw[:200]!r}",
                            details={"url": url}) from None
-
-
-MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer longer than this is no list of facts
 
 
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:

@@ -44,7 +44,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     # The servers of the environment are recorded (with --force, those already recorded are kept unless the
     # environment names others), so that every later command uses them, whatever its shell holds.
     kept = read_config(instance.config_file) if instance.config_file.exists() else {}
-    servers = {k: os.environ.get(k) or kept.get(k) for k in SERVERS if os.environ.get(k) or kept.get(k)}
+    servers = {k: value for k in SERVERS if (value := os.environ.get(k) or kept.get(k))}
     try:
         infrastructure_check(servers)
     except SettingError as exc:
@@ -379,9 +379,9 @@ def _keys_remove(instance: Instance, path: Path, client: str, configured: list[t
     the instance listens beyond this machine (it would be open to anyone who reaches it)."""
     pairs = read_file(path)
     mine = [h for c, h in pairs if c == client]
+    in_config = any(c == client for c, _ in configured)
     if not mine:
-        also = " (its key in API_KEYS stays: remove it from config.yaml)" if any(c == client for c, _ in configured) \
-            else ""
+        also = " (its key in API_KEYS stays: remove it from config.yaml)" if in_config else ""
         raise InstanceError(f"no key of client {client!r} in {path}{also}; `flux keys list --name {instance.name}` "
                             "shows the clients")
     left = len(pairs) - len(mine) + len(configured)
@@ -392,7 +392,7 @@ def _keys_remove(instance: Instance, path: Path, client: str, configured: list[t
                             "first, or set them to 127.0.0.1")
     removed = remove_from_file(path, client)
     print(f"Removed {len(removed)} key(s) of client {client!r}")
-    if any(c == client for c, _ in configured):
+    if in_config:
         print(f"  its key in API_KEYS ({instance.config_file}) stays: remove it there")
     local = instance.setting("API_KEY")
     if local and key_hash(str(local)) in removed:

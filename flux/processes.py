@@ -221,7 +221,7 @@ def _check_ports(instance: Instance, broadcast: bool, skip: set[str]) -> None:
             raise InstanceError(f"{seen[port]} and {key} are both {port} in {instance.config_file}; give each service "
                                 "a port of its own")
         seen[port] = key
-    held = {name.split("-", 1)[0] for name in skip}  # rest-2 holds the port every REST process shares
+    held = {kind_of(name) for name in skip}  # rest-2 holds the port every REST process shares
     for name, host, key, port in listeners:
         if name not in held:
             check_port_free(host, port, key, instance)

@@ -50,13 +50,17 @@ class FluxWarning(UserWarning):
 
 
 def _stored_ids(answer: dict[str, Any]) -> list[int]:
-    """The ids of the grains a store gave: the one stored, or in flux_extracts mode every extracted fact's (none
-    when none was found); the service's warning, if any, raised as a FluxWarning."""
+    """The ids of the grains a store answered: the one stored, or in flux_extracts mode every extracted fact's
+    (none when none was found)."""
     if "grain" in answer:
         return [answer["grain"]["id"]]
-    if answer.get("warning"):
-        warnings.warn(answer["warning"], FluxWarning, stacklevel=4)
     return [item["grain"]["id"] for item in answer.get("items") or []]
+
+
+def _warn(warning: str | None) -> None:
+    """What the service said beside a store, raised as a FluxWarning at the caller of ``store_all``."""
+    if warning:
+        warnings.warn(warning, FluxWarning, stacklevel=3)
 
 
 def resolve(name_or_url: str | None, api_key: str | None) -> tuple[str, str | None, str]:
@@ -121,8 +125,10 @@ class Flux:
         body = {"content": content, "provenance": provenance, "context": context,
                 "occurred_at": _when(occurred_at), "restore": restore}
         # A store may wait on the service's LLM (flux_extracts mode): the wait is the LLM's bound, not a call's.
-        return _stored_ids(self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
-                                      timeout=LLM_WAIT_SECONDS))
+        answer = self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
+                            timeout=LLM_WAIT_SECONDS)
+        _warn(answer.get("warning"))
+        return _stored_ids(answer)
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         items = [({**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item))
@@ -244,8 +250,8 @@ class EmbeddedFlux:
                                 restore=restore, caller=self.caller)
         if not isinstance(result, ExtractResult):
             return [result.grain.pk]
-        return _stored_ids({"items": [{"grain": {"id": r.grain.pk}} for r in result.results],
-                            "warning": result.warning})
+        _warn(result.warning)
+        return [r.grain.pk for r in result.results]
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
         from memory.store import grain_store_batch

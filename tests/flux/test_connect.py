@@ -188,7 +188,7 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
     reaches the caller as a FluxWarning, embedded or remote."""
     import json
 
-    from flux.sdk import FluxWarning, _stored_ids
+    from flux.sdk import FluxWarning
     from tests.servers import fake_ollama
 
     facts = ["Nora moved to Oslo in 2021.", "Nora works as a pilot."]
@@ -213,9 +213,12 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
     every, contents, said = json.loads(down.stdout.strip().splitlines()[-1])
     assert contents == ["Nora moved to Oslo in 2021 and works as a pilot."] and "stored as given" in said[0]
     assert len(every) == 1
-    with pytest.warns(FluxWarning, match="stored as given"):  # the remote SDK, from the service's answer
-        assert _stored_ids({"items": [{"grain": {"id": 7}}], "warning": "the LLM is down; the text was stored as "
-                                                                       "given"}) == [7]
+    # The remote SDK, from the service's answer (a stand-in for it answering as POST /store does then).
+    answer = {"items": [{"grain": {"id": 7}}], "created": 1, "source_id": None,
+              "warning": "the LLM is down; the text was stored as given"}
+    with json_server(lambda path, body, n: (201, answer)) as (base, _), \
+            pytest.warns(FluxWarning, match="stored as given"):
+        assert Flux.connect(base, caller="sdk:chat").store_all("a text") == [7]
 
 
 def test_a_call_may_wait_longer_than_the_clients_own_timeout():

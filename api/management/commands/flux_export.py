@@ -1,7 +1,6 @@
 """`flux export`: the memory as portable JSON Lines (memory.portable), from one moment while the service runs."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -9,6 +8,7 @@ from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from core.commands import FluxCommand
+from core.files import private_file
 from memory.portable import export_count, export_snapshot, memory_export
 
 
@@ -24,14 +24,7 @@ class Command(FluxCommand):
             raise CommandError(f"{path} is a folder; give the file to write, e.g. {path / 'memory.jsonl'}")
         if not path.parent.is_dir():
             raise CommandError(f"no folder {path.parent} to write {path.name} in; create it first")
-        tmp = path.with_name(path.name + ".partial")
-        try:
-            private = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private from its first byte
-            with export_snapshot() as using, open(private, "w", encoding="utf-8") as out, \
-                    tqdm(total=export_count(using), unit="record", desc="export", file=sys.stderr) as bar:
-                written = memory_export(out, using=using, progress=bar.update)
-            tmp.chmod(0o600)  # one left by an earlier export kept its mode
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)  # a failed export leaves no part of itself
+        with private_file(path) as out, export_snapshot() as using, \
+                tqdm(total=export_count(using), unit="record", desc="export", file=sys.stderr) as bar:
+            written = memory_export(out, using=using, progress=bar.update)
         self.stdout.write(f"Exported {written} records to {path}.")
