@@ -11,6 +11,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
+from core.checkpoint import checkpointer
+
 
 @contextmanager
 def temporary_database(keep: Path | None = None) -> Iterator[Path]:
@@ -51,6 +53,7 @@ def _database_in(folder: Path) -> Iterator[Path]:
         yield path
     finally:
         conn.close()
+        checkpointer.forget(name)  # before the folder goes: a checkpoint under way would put files back in it
         conn.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = original
         settings.DATA_DIR = data_dir
         if conn.vendor == "postgresql":

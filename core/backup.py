@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import OperationalError, connection
 from django.db.migrations.loader import MigrationLoader
 
+from core.checkpoint import checkpointer
 from core.env import postgres_url
 
 BACKUP_DIR = "backups"
@@ -168,6 +169,7 @@ def sqlite_restore(path: Path) -> Path:
     restore_check(path)
     live = Path(settings.DATABASES["default"]["NAME"])
     connection.close()
+    checkpointer.forget(str(live))  # its checkpoint under way would put the old log back beside the new file
     kept = live.with_name(f"{live.name}.before-restore-{datetime.now(UTC):%Y%m%d-%H%M%S}")
     if live.exists():
         with sqlite3.connect(live) as db:  # fold the write-ahead log in, so the file kept is whole

@@ -43,6 +43,7 @@ class _Checkpointer:
     def __init__(self) -> None:
         self._paths: set[str] = set()
         self._lock = threading.Lock()
+        self._round = threading.Lock()  # held while a round checkpoints: forget() waits for it
         self._thread: threading.Thread | None = None
 
     def watch(self, path: str) -> None:
@@ -53,16 +54,25 @@ class _Checkpointer:
                 self._thread = threading.Thread(target=self._run, name="flux-wal-checkpoint", daemon=True)
                 self._thread.start()
 
+    def forget(self, path: str) -> None:
+        """Checkpoint ``path`` no more, and return only once no checkpoint of it is under way: its files can be
+        deleted then (a checkpoint's connection opened as they go would make its log and index again)."""
+        with self._lock:
+            self._paths.discard(path)
+        with self._round:
+            pass
+
     def _run(self) -> None:
         while True:
             time.sleep(INTERVAL_S)
-            with self._lock:
-                paths = sorted(self._paths)
-            for path in paths:
-                try:
-                    wal_checkpoint(path)
-                except sqlite3.Error as exc:  # busy opening it, or the disk failed: the next round tries again
-                    log.warning("the write-ahead log of %s could not be checkpointed: %s", path, exc)
+            with self._round:
+                with self._lock:
+                    paths = sorted(self._paths)
+                for path in paths:
+                    try:
+                        wal_checkpoint(path)
+                    except sqlite3.Error as exc:  # busy opening it, or the disk failed: the next round tries again
+                        log.warning("the write-ahead log of %s could not be checkpointed: %s", path, exc)
 
 
 checkpointer = _Checkpointer()

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 
 import pytest
 from django.db import connection
 
+from core import checkpoint
 from core.checkpoint import INTERVAL_S, wal_checkpoint
 from core.env import WAL_BACKSTOP_PAGES
 from memory.store import grain_store_batch
@@ -67,6 +69,43 @@ def test_a_checkpoint_copies_the_log_back(tmp_path):
     assert busy == 0 and in_log > 100 and copied == in_log
     assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 2000
     db.close()
+
+
+def test_a_database_forgotten_is_let_go_only_once_its_checkpoint_is_over(tmp_path, monkeypatch):
+    """A throwaway database (a benchmark's) is deleted with its folder: a checkpoint under way at that moment
+    made its log and index again, and the folder could not be removed. forget() waits for it."""
+    path = tmp_path / "gone.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute("CREATE TABLE t (x)")
+    db.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(200)])
+    db.commit()
+    started, finished = threading.Event(), threading.Event()
+    real = checkpoint.wal_checkpoint
+
+    def slow(p: str) -> object:
+        if p != str(path):  # another database of this process's own checkpoint thread
+            return real(p)
+        started.set()
+        time.sleep(0.4)  # a checkpoint with much to copy
+        try:
+            return real(p)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(checkpoint, "wal_checkpoint", slow)
+    watcher = checkpoint._Checkpointer()
+    watcher.watch(str(path))
+    assert started.wait(10 * INTERVAL_S)
+    watcher.forget(str(path))
+    assert finished.is_set()  # it returned only after the checkpoint under way
+    db.close()
+    for leftover in tmp_path.iterdir():
+        leftover.unlink()
+    started.clear()
+    time.sleep(3 * INTERVAL_S)
+    assert not started.is_set() and list(tmp_path.iterdir()) == []
 
 
 def store_hundred(batch: int) -> None:
