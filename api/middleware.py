@@ -2,8 +2,9 @@
 
 - A body over MAX_REQUEST_BYTES: 413 ``too_large`` (the server launcher refuses it before reading it; this
   covers other servers).
-- A POST (PUT, PATCH, DELETE) outside the admin must be ``application/json`` (415) and must not come from a web
-  page of another origin (403 ``foreign_origin``): a page in the user's browser cannot make the service write.
+- A POST outside the admin must be ``application/json`` (415) and must not come from a web page of another
+  origin (403 ``foreign_origin``): a page in the user's browser cannot make the service write. No view takes
+  PUT, PATCH or DELETE: they are answered 405, whatever their body.
 - With API keys configured, every call outside the admin (which has its own login) needs
   ``Authorization: Bearer <key>`` (401); the key's client becomes the caller's identity.
 """
@@ -20,7 +21,7 @@ from core.conf import flux_setting as S
 from core.http import error_body
 from core.keys import KEYS_FILE, Keyring, KeysUnreadable
 
-UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+WRITES = ("POST",)  # the one method the API's views write with
 OPEN_PATHS = ("/admin/", "/openapi.json")
 
 
@@ -100,5 +101,5 @@ class RestGateMiddleware:
 def _refusal(request: HttpRequest) -> HttpResponse | None:
     refused = _too_large(request)
     if refused is None and not request.path.startswith(OPEN_PATHS):
-        refused = _unauthorized(request) or (_foreign_write(request) if request.method in UNSAFE else None)
+        refused = _unauthorized(request) or (_foreign_write(request) if request.method in WRITES else None)
     return refused

@@ -28,6 +28,7 @@ DEFAULT_TIMEOUT = 30.0
 LLM_WAIT_SECONDS = 150.0
 RETRY_STATUSES = (429, 503)
 _ROLE = re.compile(r"^[a-z_]{1,40}$")  # the service says which roles there are
+_KEY = re.compile(r"[\x21-\x7e]{1,500}\Z")  # printable ASCII without spaces: what a header carries as it is
 Caller = tuple[str, str]
 """(client, role), sent as X-Flux-Client and X-Flux-Role."""
 
@@ -77,7 +78,7 @@ class RestClient:
             raise ValueError(f"{base_url!r} is not an http(s) URL of a Flux Memory service")
         self.base_url = base_url.rstrip("/")
         self._parts = parts
-        self.api_key = api_key or None
+        self.api_key = api_key.strip() if isinstance(api_key, str) and api_key.strip() else None  # a key file's newline
         self.timeout, self.retries, self.max_retry_wait = timeout, retries, max_retry_wait
         self.start_hint, self.user_agent = start_hint, user_agent
         self._local = threading.local()
@@ -102,7 +103,11 @@ class RestClient:
         of the agent that called it); ``timeout`` waits longer (or shorter) than the client's own for this call
         (a store that may wait on the service's LLM)."""
         target = self._parts.path + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        data = None if body is None else json.dumps(body).encode("utf-8")
+        try:
+            data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
+        except ValueError:  # NaN or an infinity: not JSON, the service would refuse the body whole
+            raise InvalidInput(f"the call to {path} holds NaN or an infinity, which JSON has no way to write: send a "
+                               "finite number", details={"path": path}) from None
         headers = self._headers(data is not None, caller, api_key or self.api_key)
         waited = 0.0
         for attempt in range(self.retries + 1):
@@ -135,6 +140,10 @@ class RestClient:
                 raise InvalidInput(f"role {role!r} is not a role name (e.g. 'chat')", details={"field": "role"})
             headers["X-Flux-Client"], headers["X-Flux-Role"] = client, role
         if api_key:
+            if not _KEY.match(api_key):  # not echoed: it is a secret
+                raise InvalidInput("the API key holds a space or a character no header can carry (a key is one word "
+                                   "of letters, digits and punctuation, as `flux keys add` printed it)",
+                                   details={"field": "api_key"})
             headers["Authorization"] = f"Bearer {api_key}"
         return headers
 

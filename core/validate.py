@@ -10,14 +10,16 @@ from core.errors import InvalidInput
 
 MAX_ID = 2**63 - 1  # the database's integer range
 MAX_OFFSET = 2**31 - 1  # the furthest a listing may be paged
+_DIGITS = re.compile(r"[0-9]{1,40}")  # an id written as a string: ASCII digits, short of int()'s 4,300-digit limit
 
 
 def require_id(value: object, field: str) -> int:
-    """A positive integer id (numeric strings accepted), or InvalidInput naming ``field``."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
+    """A positive integer id (a string of ASCII digits accepted), or InvalidInput naming ``field``."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):  # isdigit() took "²", "①" and digits of every script
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
-        raise InvalidInput(f"'{field}' must be a positive integer id, got {value!r}", details={"field": field})
+        shown = repr(value[:40] + "...") if isinstance(value, str) and len(value) > 40 else repr(value)
+        raise InvalidInput(f"'{field}' must be a positive integer id, got {shown}", details={"field": field})
     return value
 
 

@@ -100,6 +100,7 @@ class Instance:
         env["DJANGO_SETTINGS_MODULE"] = "fluxsite.settings"
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONSAFEPATH"] = "1"  # the current folder is not on the path: a package of its own named core, api...
         return env
 
     def set_config(self, key: str, value: str) -> None:

@@ -1,5 +1,6 @@
-"""MCP client snippets for an instance: each client launches `python -m flux mcp --name NAME` over stdio, or
-(the ``*_http`` ones) connects to the instance's MCP server over streamable HTTP, with its API key if it has one."""
+"""MCP client snippets for an instance: each client launches `python -P -m flux mcp --name NAME` over stdio (-P:
+the client's own folder, which may hold packages named as ours, is not put on the path), or (the ``*_http`` ones)
+connects to the instance's MCP server over streamable HTTP, with its API key if it has one."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from flux.instance import Instance, python
 
 
 def _server(instance: Instance) -> dict:
-    spec: dict = {"command": python(), "args": ["-m", "flux", "mcp", "--name", instance.name]}
+    spec: dict = {"command": python(), "args": ["-P", "-m", "flux", "mcp", "--name", instance.name]}
     if os.environ.get("FLUX_HOME"):
         spec["env"] = {"FLUX_HOME": str(instance.path.parent)}
     return spec

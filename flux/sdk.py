@@ -81,18 +81,22 @@ def resolve(name_or_url: str | None, api_key: str | None) -> tuple[str, str | No
 class Flux:
     """A client of a running Flux Memory service (see ``connect``)."""
 
-    def __init__(self, client: RestClient, caller: str | None = None) -> None:
-        self.client, self.caller = client, caller
+    def __init__(self, client: RestClient, caller: str | None = None, *,
+                 store_timeout: float = LLM_WAIT_SECONDS) -> None:
+        self.client, self.caller, self.store_timeout = client, caller, store_timeout
         self._who = _caller(caller)
 
     @classmethod
     def connect(cls, name_or_url: str | None = None, *, api_key: str | None = None, caller: str | None = None,
-                timeout: float = DEFAULT_TIMEOUT, retries: int = 3) -> Flux:
+                timeout: float | None = None, retries: int = 3) -> Flux:
         """Connect to an instance by name (its ``config.yaml`` gives host, port and API_KEY), to a URL, or to
-        FLUX_URL (with FLUX_API_KEY). Nothing is sent until the first call."""
+        FLUX_URL (with FLUX_API_KEY). Nothing is sent until the first call. Each call waits ``timeout`` seconds
+        for its answer; left unset, DEFAULT_TIMEOUT, and a store LLM_WAIT_SECONDS (it may wait on the
+        service's LLM in flux_extracts mode)."""
         url, key, hint = resolve(name_or_url, api_key)
-        return cls(RestClient(url, api_key=key, timeout=timeout, retries=retries, start_hint=hint,
-                              user_agent="flux-sdk"), caller)
+        client = RestClient(url, api_key=key, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                            retries=retries, start_hint=hint, user_agent="flux-sdk")
+        return cls(client, caller, store_timeout=LLM_WAIT_SECONDS if timeout is None else timeout)
 
     @staticmethod
     def embedded(data_dir: str | os.PathLike | None = None, *, caller: str | None = None) -> EmbeddedFlux:
@@ -124,13 +128,15 @@ class Flux:
         """Store ``content``; the ids of every grain it gave: one, or in flux_extracts mode each fact's."""
         body = {"content": content, "provenance": provenance, "context": context,
                 "occurred_at": _when(occurred_at), "restore": restore}
-        # A store may wait on the service's LLM (flux_extracts mode): the wait is the LLM's bound, not a call's.
         answer = self._post("/store", {k: v for k, v in body.items() if v not in (None, False)},
-                            timeout=LLM_WAIT_SECONDS)
+                            timeout=self.store_timeout)
         _warn(answer.get("warning"))
         return _stored_ids(answer)
 
     def store_batch(self, items: Sequence[Mapping]) -> list[int]:
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):  # a string is no list
+            raise InvalidInput(f"store_batch takes a list of items (objects with 'content'), got "
+                               f"{type(items).__name__}", details={"field": "items"})
         items = [({**item, "occurred_at": _when(item.get("occurred_at"))} if "occurred_at" in item else dict(item))
                  if isinstance(item, Mapping) else item for item in items]  # the service names an item that is not
         return [r["grain"]["id"] for r in self._post("/store/batch", {"items": items})["items"]]

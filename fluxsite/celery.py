@@ -6,12 +6,18 @@ instance folder (no server); REDIS_URL set: Redis. Results are not stored.
 from __future__ import annotations
 
 import os
+import sys
 
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
 
+_path = list(sys.path)
 app = Celery("fluxsite")
+# Celery's Django fix-up puts the current folder first on the import path (for a project run from its own
+# folder). Ours is installed: a folder of the user's holding packages named as ours (core, api, memory...) would
+# shadow them in every process (an MCP client launches the bridge in its own project's folder).
+sys.path[:] = _path
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

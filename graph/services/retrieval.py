@@ -55,7 +55,7 @@ from graph.selectors import (
 )
 from graph.semantic import semantic_search
 from graph.services.ranker import ranker_rerank
-from graph.services.traces import MAX_UNWRITTEN, pending_traces, trace_ids
+from graph.services.traces import MAX_UNWRITTEN, SCRUBBED_QUERY, pending_traces, trace_ids
 
 # A trace item's fields, in the order _record gives them.
 TRACE_ITEM_FIELDS = ("trace", "grain", "rank", "score", "signal", "hops", "origin_id", "path", "conduits", "features")
@@ -274,6 +274,7 @@ def _record(traces: list[TraceRecord]) -> list[int]:
     Abstractions are not trace items: no feedback is owed on them. The counts are kept in the hour of the
     newest trace.
     """
+    traces = _without_purged(traces)
     callers: dict[int, list[int]] = {}
     touched: dict[int, list] = {}  # grain id -> [times returned, last returned at]
     for t in traces:
@@ -314,6 +315,28 @@ def _record(traces: list[TraceRecord]) -> list[int]:
             "activated": len(t.acts), "returned": [r.activation.grain_id for r in t.ranked],
         }, t.now) for trace_id, t, entry_count in zip(ids, traces, entries, strict=True)])
     return ids
+
+
+def _without_purged(traces: list[TraceRecord]) -> list[TraceRecord]:
+    """``traces`` as the purge would have left them had they been written before it: a grain purged since the
+    retrieval is no item of its trace (whose query is scrubbed), counted nowhere. Its row would have failed the
+    commit, and with it every write committed together, other callers' traces among them. Read on the writer
+    in its transaction: the rows found stay until the commit (on PostgreSQL locked against a purge)."""
+    returned = sorted({r.activation.grain_id for t in traces for r in t.ranked + t.hubs})
+    if not returned:
+        return traces
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM grains_grain WHERE id IN ({marks(returned)}){lock}", returned)
+        gone = set(returned) - {row[0] for row in cursor.fetchall()}
+    if not gone:
+        return traces
+
+    def kept(items: list[Ranked]) -> list[Ranked]:
+        return [r for r in items if r.activation.grain_id not in gone]
+
+    return [replace(t, query=SCRUBBED_QUERY, ranked=kept(t.ranked), hubs=kept(t.hubs))
+            if any(r.activation.grain_id in gone for r in t.ranked + t.hubs) else t for t in traces]
 
 
 def _when(now: datetime) -> object:

@@ -11,7 +11,8 @@ from core.booth import get_booth
 from grains.models import ActivityEvent, Caller, Grain
 from graph.models import Feedback, Trace
 from graph.services import grain_retrieve
-from graph.services.traces import trace_written
+from graph.services.traces import SCRUBBED_QUERY, trace_written
+from memory.forgetting import grain_purge
 from tests.windows import clock_minute, in_one_window
 
 
@@ -201,6 +202,12 @@ def test_feedback_is_accepted_at_once_and_applied_in_the_background(api):
     ({"grain_id": 99999}, 400, "invalid_input"),
     ({"useful": "yes"}, 400, "invalid_input"),
     ({"trace_id": None}, 400, "invalid_input"),
+    # digits int() does not take (a 500 before), of other scripts, past int()'s limit, padded: refused
+    ({"trace_id": "\u00b2"}, 400, "invalid_input"),
+    ({"grain_id": "\u2460"}, 400, "invalid_input"),
+    ({"trace_id": "\u0666"}, 400, "invalid_input"),
+    ({"trace_id": "1" * 5000}, 400, "invalid_input"),
+    ({"trace_id": " 1 "}, 400, "invalid_input"),
 ])
 def test_bad_feedback(api, change, status, code):
     result = _store_and_retrieve(api)
@@ -360,6 +367,34 @@ def test_a_retrieval_answers_before_its_trace_is_written_and_feedback_on_it_wait
     inline = grain_retrieve(query="bees", caller="tester:test")  # written at once, with the table's next id
     assert inline.trace_id > body["trace_id"]
     assert Trace.objects.filter(pk__in=[first, body["trace_id"], inline.trace_id]).count() == 3
+
+
+def test_a_grain_purged_before_its_trace_is_written_leaves_the_traces_written_with_it(api):
+    """A purge between a retrieval's answer and its trace's write: the trace is written without the purged grain
+    (its query scrubbed, as the purge does to traces already written), and the traces committed with it are
+    written. The purged grain's row failed the whole commit: every trace of it, and the purge, were lost."""
+    stored = api.post("/store/batch", {"items": [{"content": "Rosa keeps bees behind the barn"},
+                                                 {"content": "Tomas repairs clocks in the old town"}]}).json()
+    bees, clocks = (item["grain"]["id"] for item in stored["items"])
+    api.post("/retrieve", {"query": "bees"})  # reserves this process's trace ids
+    get_booth().drain()
+    gate, answers = threading.Event(), []
+    purge = get_booth().record(lambda: (gate.wait(), grain_purge(grain_id=bees, reason="asked to forget"))[1])
+    asker = threading.Thread(target=lambda: answers.extend(
+        api.post("/retrieve", {"query": q}).json() for q in ("bees", "clocks")))
+    asker.start()
+    asker.join(60)
+    gate.set()
+    assert [a["grains"][0]["id"] for a in answers] == [bees, clocks]  # answered before the purge
+    purge.result(30)
+    for answer in answers:
+        trace_written(answer["trace_id"])
+    about_bees, about_clocks = (Trace.objects.get(pk=a["trace_id"]) for a in answers)
+    assert not Grain.objects.filter(pk=bees).exists()
+    assert about_clocks.query == "clocks" and [i.grain_id for i in about_clocks.items.all()] == [clocks]
+    assert about_bees.query == SCRUBBED_QUERY and not about_bees.items.filter(grain_id=bees).exists()
+    rated = api.post("/feedback", {"trace_id": answers[1]["trace_id"], "grain_id": clocks, "useful": True})
+    assert rated.status_code == 202
 
 
 def test_the_next_block_of_trace_ids_is_reserved_before_this_one_runs_out(api, monkeypatch):

@@ -63,7 +63,7 @@ def test_init_writes_config_database_and_snippets(instance):
     assert names == ["claude_code.json", "claude_code_http.json", "claude_desktop.json", "codex.toml",
                      "codex_http.toml", "cursor.json", "cursor_http.json", "generic.json", "generic_http.json"]
     codex = (folder / "integrations" / "codex.toml").read_text()
-    assert '[mcp_servers."flux-mem"]' in codex and '"-m", "flux", "mcp", "--name", "mem"' in codex
+    assert '[mcp_servers."flux-mem"]' in codex and '"-P", "-m", "flux", "mcp", "--name", "mem"' in codex
     spec = json.loads((folder / "integrations" / "cursor.json").read_text())["mcpServers"]["flux-mem"]
     assert spec["args"][-2:] == ["--name", "mem"] and spec["env"]["FLUX_HOME"] == str(home)
 

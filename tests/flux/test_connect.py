@@ -111,6 +111,17 @@ def test_the_sdk_says_a_malformed_caller_a_bad_id_and_a_url_with_nothing_there_p
     with pytest.raises(InvalidInput) as strings:  # items are {"content": ...}: the service names the first that is not
         Flux.connect(base, caller="sdk:chat").store_batch(["a fact", "another"])
     assert strings.value.details.get("index") == 0 and "object" in strings.value.message, strings.value.message
+    for wrong in ("\u00b2", "\u2460"):  # digits int() does not read: a ValueError before
+        with pytest.raises(InvalidInput):
+            Flux.connect(base, caller="sdk:chat").grain(wrong)
+    with pytest.raises(InvalidInput, match="list of items"):  # not a batch of three one-letter items
+        Flux.connect(base, caller="sdk:chat").store_batch("abc")
+    with pytest.raises(InvalidInput, match="NaN or an infinity"):  # sent as bare NaN: the service's invalid_json
+        Flux.connect(base, caller="sdk:chat").retrieve("x", limit=float("nan"))
+    assert Flux.connect(base, api_key="flux_k3y\n", caller="sdk:chat").health()  # a key file's newline is no part
+    with pytest.raises(InvalidInput) as spaced:  # a ValueError that printed the whole key
+        Flux.connect(base, api_key="flux_k3y and more", caller="sdk:chat").health()
+    assert "k3y" not in spaced.value.message
     with pytest.raises(ServiceUnavailable) as down:
         Flux.connect(f"http://127.0.0.1:{free_port()}", caller="sdk:chat").health()
     assert "Start it with `flux start` where it is served, then retry" in down.value.message
@@ -223,7 +234,8 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
 
 def test_a_call_may_wait_longer_than_the_clients_own_timeout():
     """A store that may wait on the service's LLM waits for it (the client gave up at its 30 s while the service
-    went on, and stored); any other call keeps the client's own bound."""
+    went on, and stored); any other call keeps the client's own bound, and a timeout the SDK's caller sets binds
+    stores too (they waited 150 s whatever it said)."""
     from core.client import RestClient
     from tests.servers import raw_http_server
 
@@ -235,3 +247,5 @@ def test_a_call_may_wait_longer_than_the_clients_own_timeout():
         with pytest.raises(ServiceUnavailable, match="did not answer within 1 s"):
             client.post("/store", {"content": "x"})
         assert client.post("/store", {"content": "x"}, timeout=10.0) == {"ok": True}
+        with pytest.raises(ServiceUnavailable, match="did not answer within 1 s"):  # the SDK's caller set one: kept
+            Flux.connect(url, caller="sdk:chat", timeout=1.0, retries=0).store("x")

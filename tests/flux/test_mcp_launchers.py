@@ -234,8 +234,10 @@ def test_every_snippet_mcp_config_writes_reaches_the_instance(lab: Lab, tmp_path
         assert f"# {integrations / name}\n{content}" in out.stdout, name  # printed as written
 
     lab.start()
-    neutral = tmp_path / "client-cwd"  # an MCP client launches from wherever it runs, not from the checkout
-    neutral.mkdir()
+    neutral = tmp_path / "client-cwd"  # an MCP client launches from wherever it runs, not from the checkout:
+    for package in ("flux", "core", "memory", "grains", "graph", "api", "mcp_bridge"):  # a project of its own
+        (neutral / package).mkdir(parents=True)  # whose packages, first on the path, crashed the bridge
+        (neutral / package / "__init__.py").write_text("raise ImportError('the project in the current folder')\n")
     expected = []
     for name in STDIO_SNIPPETS:
         spec = stdio_spec(name, written[name])
@@ -246,7 +248,7 @@ def test_every_snippet_mcp_config_writes_reaches_the_instance(lab: Lab, tmp_path
         except BaseException:
             print(name, written[name], errlog.read_text(errors="replace") if errlog.exists() else "")
             raise
-        assert spec["args"] == ["-m", "flux", "mcp", "--name", NAME], (name, spec)
+        assert spec["args"] == ["-P", "-m", "flux", "mcp", "--name", NAME], (name, spec)
         expected.append(content)
     for name in HTTP_SNIPPETS:
         url, headers = http_spec(name, written[name])
