@@ -131,7 +131,23 @@ def restore_check(path: Path) -> None:
             applied = set(db.execute("SELECT app, name FROM django_migrations"))
         except sqlite3.DatabaseError:
             raise BackupError(f"{path} is not a Flux Memory database (it has no migrations table)") from None
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     _refuse_newer(path, applied)
+    if not any(app == "grains" for app, _ in applied):
+        raise BackupError(f"{path} is not a Flux Memory database (no migration of its grains is recorded in it)")
+    missing = sorted(_tables_of(applied) - tables)
+    if missing:
+        raise BackupError(f"{path} is not a whole Flux Memory database: the tables its migrations made are not all "
+                          f"there (no {', '.join(missing[:5])})")
+
+
+def _tables_of(applied: set[tuple[str, str]]) -> set[str]:
+    """The tables of the models the migrations ``applied`` leave (those of a database they were applied to)."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    nodes = [node for node in applied if node in loader.graph.nodes]
+    state = loader.project_state(nodes=nodes, at_end=True)
+    return {model.options.get("db_table") or f"{app}_{name}" for (app, name), model in state.models.items()
+            if model.options.get("managed", True) and not model.options.get("proxy")}
 
 
 def _refuse_newer(path: Path, applied: set[tuple[str, str]]) -> None:

@@ -298,7 +298,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _django(instance: Instance, argv: list[str], what: str) -> int:
     out = subprocess.run(argv, env=instance.environ(), cwd=instance.path, stdout=subprocess.PIPE,
-                         stderr=None if what in ("export", "import") else subprocess.PIPE, text=True, timeout=7200)
+                         stderr=None if what in ("export", "import") else subprocess.PIPE, text=True,
+                         errors="replace", timeout=7200)  # a path's bytes that are not UTF-8, said as they can be
     if out.returncode != 0:
         text = (out.stderr or "").strip()
         error = processes.command_error(text) or (text.splitlines()[-1] if text

@@ -241,6 +241,11 @@ class _Index:
     def _append(state: _Vectors, rows: list[tuple[int, int, bytes]]) -> None:
         import numpy as np
 
+        whole = [row for row in rows if len(row[2]) == DIMENSIONS * 4]
+        if len(whole) < len(rows):  # written by hand or by another program: left out, the others still found
+            log.warning("%d vector(s) of %d float32 numbers left out: their grains %s have vectors of another size",
+                        len(rows) - len(whole), DIMENSIONS, [g for _, g, v in rows if len(v) != DIMENSIONS * 4][:10])
+        rows = whole
         if rows:
             ids = np.array([g for _, g, _ in rows], dtype=np.int64)
             vectors = (np.frombuffer(b"".join(bytes(v) for _, _, v in rows), dtype=np.float32)

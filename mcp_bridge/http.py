@@ -91,6 +91,11 @@ def envelope_problem(raw: bytes) -> str | None:
         message = json.loads(raw)
     except (ValueError, RecursionError):
         return None
+    return message_problem(message)
+
+
+def message_problem(message: object) -> str | None:
+    """What is wrong with a decoded JSON-RPC message's envelope, if anything (pure; both transports')."""
     if isinstance(message, list):
         return "a batch (a JSON array) is not taken: send one message per request"
     if not isinstance(message, dict):
@@ -103,6 +108,12 @@ def envelope_problem(raw: bytes) -> str | None:
         return "'params' must be an object"
     if "id" in message and (isinstance(message["id"], bool) or not isinstance(message["id"], (str, int))):
         return "'id' must be a string or an integer (a notification has none)"
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # valid JSON to Python, which the protocol's own reader refuses
+        return "a string holds half of a UTF-16 surrogate pair (an escape such as \\ud800 alone): send whole characters"
+    except (ValueError, RecursionError):
+        return None
     return None
 
 

@@ -14,18 +14,23 @@ import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from mcp_bridge.http import message_problem
+
 
 def refusal(line: str) -> str | None:
     """The JSON-RPC error answering ``line``, or None when it is a message the SDK can take."""
     try:
         message = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return _error(None, types.PARSE_ERROR, f"Parse error: {exc}")
+    ident = message.get("id") if isinstance(message, dict) else None
+    ident = ident if isinstance(ident, (str, int)) and not isinstance(ident, bool) else None
+    problem = message_problem(message)  # an id of 1.5 or an object was taken for a notification, answered never
+    if problem is not None:
+        return _error(ident, types.INVALID_REQUEST, f"Invalid request: {problem}")
     try:
         types.jsonrpc_message_adapter.validate_python(message, by_name=False)
     except ValueError as exc:
-        ident = message.get("id") if isinstance(message, dict) else None
-        ident = ident if isinstance(ident, (str, int)) and not isinstance(ident, bool) else None
         first = str(exc).splitlines()
         return _error(ident, types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message"
                       + (f" ({first[0]})" if first else ""))

@@ -28,8 +28,12 @@ from django.db.models import Model, QuerySet
 from core.backup import database_backup, default_backup_path
 from core.errors import InvalidInput
 from core.vendor_sql import statistics_refresh
+from grains.content import content_hash
+from grains.models import Provenance, Status, Tier
+from graph.semantic import DIMENSIONS
 
 FORMAT = "flux-memory-jsonl"
+VERSION = 1  # of the format: a file of a later one is refused
 MODELS = ["grains.caller", "grains.source", "grains.grain", "grains.confidenceevent", "grains.tombstone",
           "grains.auditevent", "graph.cluster", "graph.conduit", "graph.grainvector", "graph.rankerweight",
           "dreams.dream", "graph.trace", "graph.traceitem", "graph.feedback"]
@@ -70,7 +74,7 @@ def memory_export(out: IO[str], *, using: str = DEFAULT_DB_ALIAS,
                   progress: Callable[[int], None] = lambda n: None) -> int:
     """Write every exported record of the database ``using`` to ``out``; returns how many. ``progress(n)`` after
     each chunk of n."""
-    out.write(json.dumps({"format": FORMAT, "version": 1, "models": MODELS}, sort_keys=True) + "\n")
+    out.write(json.dumps({"format": FORMAT, "version": VERSION, "models": MODELS}, sort_keys=True) + "\n")
     written = 0
     for label in MODELS:
         for chunk in _chunks(_model(label).objects.using(using).order_by("pk")):
@@ -106,7 +110,7 @@ def memory_import(path: Path, *, progress: Callable[[int], None] = lambda n: Non
     """Read a file written by ``memory_export`` into this (empty) memory, ids kept, in one transaction: all of
     it or nothing; a record of a model the export does not hold is refused. Returns how many records."""
     try:
-        with open(path, encoding="utf-8") as source:
+        with open(path, encoding="utf-8-sig") as source:  # a byte-order mark an editor put first is no record
             return _import(source, path, progress)
     except UnicodeDecodeError:
         raise InvalidInput(f"{path} is not a Flux Memory export (it is not UTF-8 text; a `flux backup` file is put "
@@ -127,13 +131,20 @@ def _import(source: IO[str], path: Path, progress: Callable[[int], None]) -> int
     try:
         with transaction.atomic():
             for number, line in enumerate(source, start=2):
+                if not line.strip():  # a blank line (an editor's last one) holds no record
+                    continue
                 try:
                     record = json.loads(line)
                     model = record.get("model") if isinstance(record, dict) else None
                     if model not in MODELS:
-                        raise ValueError(f"a record of {model!r}, which no export holds")
+                        what = (f"a record of {model!r}" if isinstance(record, dict)
+                                else f"a JSON {type(record).__name__}")
+                        raise ValueError(f"{what}, which no export holds")
+                    if not isinstance(record.get("fields"), dict):
+                        raise ValueError("a record without its fields (an object)")
                     for obj in serializers.deserialize("python", [record]):
-                        obj.save()
+                        _check_record(model, obj.object)
+                        obj.save(force_insert=True)  # an id given twice is refused, not the first record replaced
                 except Exception as exc:  # noqa: BLE001 - however a line fails, the file says so, with its line
                     why = str(exc) or type(exc).__name__
                     raise InvalidInput(f"{path}, line {number}: {why[:300]}; nothing was imported") from None
@@ -148,6 +159,27 @@ def _import(source: IO[str], path: Path, progress: Callable[[int], None]) -> int
     return count
 
 
+def _check_record(model: str, obj: Model) -> None:
+    """What the services check before writing a record, for the records whose values they choose: an import
+    writes what no service has checked (a hand-edited file, another program's)."""
+    if not isinstance(obj.pk, int) or isinstance(obj.pk, bool) or obj.pk < 1:
+        raise ValueError(f"id {obj.pk!r} is not a positive integer")
+    if model == "grains.grain":
+        for field, choices in (("status", Status), ("provenance", Provenance), ("tier", Tier)):
+            if getattr(obj, field) not in choices.values:
+                raise ValueError(f"grain {obj.pk}: {field} {getattr(obj, field)!r} is not one of "
+                                 f"{', '.join(choices.values)}")
+        if not isinstance(obj.content, str) or not obj.content.strip():
+            raise ValueError(f"grain {obj.pk} has no content")
+        if obj.content_hash != content_hash(obj.content):
+            raise ValueError(f"grain {obj.pk}: its content_hash is not its content's")
+        if not 0.0 <= obj.confidence <= 1.0:
+            raise ValueError(f"grain {obj.pk}: confidence {obj.confidence} is not between 0 and 1")
+    elif model == "graph.grainvector" and len(bytes(obj.vector)) != DIMENSIONS * 4:
+        raise ValueError(f"the vector of grain {obj.grain_id} has {len(bytes(obj.vector))} bytes, not the "
+                         f"{DIMENSIONS * 4} of {DIMENSIONS} float32 numbers")
+
+
 def _header(line: str, path: Path) -> dict:
     try:
         header = json.loads(line)
@@ -157,6 +189,10 @@ def _header(line: str, path: Path) -> dict:
             or not all(isinstance(label, str) for label in header["models"])):
         raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no {FORMAT!r} format and "
                            "its models)")
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= VERSION:
+        raise InvalidInput(f"{path} is an export of format version {version!r}, made by a newer Flux Memory (this "
+                           f"one reads version {VERSION}): import it with that version or a newer one")
     return header
 
 

@@ -80,6 +80,18 @@ def test_the_stdio_bridge_answers_every_malformed_message(tmp_path):
             assert answer["id"] == ident and ("error" in answer or "result" in answer), (line[:80], answer)
             refused += "error" in answer or answer["result"].get("isError") is True
         assert refused > CASES * 0.9  # a few are sound after all (tools/list with empty params)
+        # Lines that went unanswered: a lone surrogate the SDK's reader refuses (a client cutting a string in the
+        # middle of an emoji), an id the SDK took for a notification's.
+        store = {"name": "flux_store", "arguments": {"content": "half \ud83d of a pair", "caller_id": "s:chat"}}
+        for line, ident, says in (
+                (json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": store}), 5, "surrogate"),
+                ('{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"cursor": "\\udfff"}}', 6,
+                 "surrogate"),
+                ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', None, "'id' must be"),
+                ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', None, "'id' must be")):
+            answer = ask(line)
+            assert answer["id"] == ident and answer["error"]["code"] == -32600, (line, answer)
+            assert says in answer["error"]["message"], answer
         assert ask(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"})) == \
             {"jsonrpc": "2.0", "id": "last", "result": {}}
         assert bridge.poll() is None

@@ -116,6 +116,18 @@ def test_restore_refuses_a_running_instance_a_damaged_file_and_a_newer_schema(tm
         db.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('grains', '9999_future', '2030-01-01')")
     out = flux(home, "restore", "--name", "mem", str(newer))
     assert out.returncode == 1 and "made by a newer Flux Memory" in out.stderr and "grains.9999_future" in out.stderr
+    dropped = tmp_path / "dropped.sqlite3"  # restored, then every call of the service was a 500
+    shutil.copyfile(tmp_path / "good.sqlite3", dropped)
+    with sqlite3.connect(dropped) as db:
+        db.execute("DROP TABLE graph_conduit")
+    out = flux(home, "restore", "--name", "mem", str(dropped))
+    assert out.returncode == 1 and "not a whole Flux Memory database" in out.stderr and "graph_conduit" in out.stderr
+    stranger = tmp_path / "stranger.sqlite3"  # restored as an empty memory in place of the user's
+    with sqlite3.connect(stranger) as db:
+        db.execute("CREATE TABLE django_migrations (id INTEGER PRIMARY KEY, app TEXT, name TEXT, applied TEXT)")
+        db.execute("CREATE TABLE t (x)")
+    out = flux(home, "restore", "--name", "mem", str(stranger))
+    assert out.returncode == 1 and "is not a Flux Memory database" in out.stderr, out.stderr
     before = rows(home / "mem" / "flux.sqlite3", "django_migrations")
     assert ("grains", "9999_future") not in {(r[1], r[2]) for r in before}  # nothing was replaced
     assert flux(home, "start", "--name", "mem").returncode == 0

@@ -2,9 +2,12 @@
 export is the same file; an import is all or nothing, into an empty memory only."""
 from __future__ import annotations
 
+import json
 import os
+import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -122,9 +125,45 @@ def test_an_import_is_all_or_nothing_and_refuses_what_is_not_an_export(tmp_path)
     stranger.write_text('{"hello": "world"}\n')
     out = cli(home, "import", "--name", "empty", str(stranger))
     assert out.returncode == 1 and "is not a Flux Memory export" in out.stderr
-    assert cli(home, "import", "--name", "empty", str(good)).returncode == 0
+    # Values no service would have written, each in a file otherwise whole: refused with their line, none kept.
+    grain_at = next(i for i, line in enumerate(lines) if '"model": "grains.grain"' in line)
+    vector_at = next((i for i, line in enumerate(lines) if '"model": "graph.grainvector"' in line), None)
+
+    def edited(at: int, change: Callable[[dict], None]) -> list[str]:
+        record = json.loads(lines[at])
+        change(record)
+        return [*lines[:at], json.dumps(record), *lines[at + 1:]]
+
+    wrongs = {
+        "newer": (['{"format": "flux-memory-jsonl", "models": [], "version": 99}', *lines[1:]], "made by a newer"),
+        "status": (edited(grain_at, lambda r: r["fields"].update(status="bogus")), "status 'bogus' is not one of"),
+        "hash": (edited(grain_at, lambda r: r["fields"].update(content="Another text")), "content_hash is not"),
+        "confidence": (edited(grain_at, lambda r: r["fields"].update(confidence=5.0)), "not between 0 and 1"),
+        "negative id": (edited(grain_at, lambda r: r.update(pk=-5)), "id -5 is not a positive integer"),
+        "twice": ([*lines, lines[grain_at]], "UNIQUE"),  # the same id again replaced the first record
+        "fields": (edited(grain_at, lambda r: r.pop("fields")), "a record without its fields"),
+    }
+    if vector_at is not None:  # a vector cut short made every retrieval a 500 once imported
+        wrongs["vector"] = (edited(vector_at, lambda r: r["fields"].update(vector="AAAA")), "has 3 bytes")
+    for name, (content, said) in wrongs.items():
+        wrong = tmp_path / f"wrong-{name}.jsonl"
+        wrong.write_text("\n".join(content) + "\n")
+        out = cli(home, "import", "--name", "empty", str(wrong))
+        assert out.returncode == 1 and said.lower() in out.stderr.lower(), (name, out.stderr)
+        assert "nothing was imported" in out.stderr or name == "newer", (name, out.stderr)
+    assert run(home / "empty", "from grains.models import Grain; print(Grain.objects.count())").split()[-1] == "0"
+    edited_by_hand = tmp_path / "edited.jsonl"  # a byte-order mark first and blank lines last, as editors leave
+    edited_by_hand.write_text("\ufeff" + "\n".join(lines) + "\n\n\n")
+    assert cli(home, "import", "--name", "empty", str(edited_by_hand)).returncode == 0
     # Times come back to the microsecond.
     when = "from grains.models import Grain; print(sorted(g.created_at.isoformat() for g in Grain.objects.all()))"
     assert run(home / "empty", when).splitlines()[-1] == run(home / "lite", when).splitlines()[-1]
     assert cli(home, "export", "--name", "empty", "--to", str(tmp_path)).returncode == 1  # a folder: said, no leftover
     assert not list(tmp_path.parent.glob(f"{tmp_path.name}*.partial"))
+    pipe = tmp_path / "pipe"  # as /dev/null: it was replaced by a file of the export
+    os.mkfifo(pipe)
+    out = cli(home, "export", "--name", "empty", "--to", str(pipe))
+    assert out.returncode == 1 and "is not a regular file" in out.stderr and "Traceback" not in out.stderr
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    out = cli(home, "export", "--name", "empty", "--to", "/proc/memory.jsonl")  # a folder no one creates files in
+    assert out.returncode == 1 and "cannot write the export" in out.stderr and "Traceback" not in out.stderr

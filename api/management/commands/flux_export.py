@@ -24,7 +24,11 @@ class Command(FluxCommand):
             raise CommandError(f"{path} is a folder; give the file to write, e.g. {path / 'memory.jsonl'}")
         if not path.parent.is_dir():
             raise CommandError(f"no folder {path.parent} to write {path.name} in; create it first")
-        with private_file(path) as out, export_snapshot() as using, \
-                tqdm(total=export_count(using), unit="record", desc="export", file=sys.stderr) as bar:
-            written = memory_export(out, using=using, progress=bar.update)
+        try:
+            with private_file(path) as out, export_snapshot() as using, \
+                    tqdm(total=export_count(using), unit="record", desc="export", file=sys.stderr) as bar:
+                written = memory_export(out, using=using, progress=bar.update)
+        except OSError as exc:  # a folder that takes no file, a device at the path, a full disk: nothing left
+            why = exc.args[0] if isinstance(exc, FileExistsError) and len(exc.args) == 1 else exc.strerror or exc
+            raise CommandError(f"cannot write the export at {path} ({why}); give another path (--to)") from None
         self.stdout.write(f"Exported {written} records to {path}.")
