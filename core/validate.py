@@ -52,7 +52,8 @@ def int_query(raw: str | None, name: str, default: int | None, *, low: int | Non
 
 def unicode_text(value: str, field: str) -> str:
     """``value``, unless it holds half of a UTF-16 surrogate pair alone (JSON's "\\ud800" decodes to one): no
-    text can be stored or hashed with it. InvalidInput naming ``field`` then."""
+    text can be stored or hashed with it; or a NUL, which PostgreSQL stores in no text (a memory moves between
+    SQLite and PostgreSQL). InvalidInput naming ``field`` then."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -60,6 +61,9 @@ def unicode_text(value: str, field: str) -> str:
             f"'{field}' holds an unpaired surrogate (U+{ord(value[exc.start]):04X} at character {exc.start}), which is "
             "not text; send valid Unicode (in JSON a character above U+FFFF is a pair of escapes, never one alone)",
             details={"field": field}) from None
+    if "\x00" in value:
+        raise InvalidInput(f"'{field}' holds a NUL character (U+0000 at character {value.index(chr(0))}), which no "
+                           "text is stored with; leave it out", details={"field": field})
     return value
 
 

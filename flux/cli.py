@@ -38,12 +38,16 @@ MODES = CHOICES["OPERATING_MODE"]
 def cmd_init(args: argparse.Namespace) -> int:
     instance = Instance.named(args.name)
     if instance.config_file.exists() and not args.force:
-        raise InstanceError(f"instance {args.name!r} already exists at {instance.path}; "
-                            "use --force to rewrite its config and snippets (the database is kept)")
-    mode = args.mode or _ask_mode(args.yes)
-    # The servers of the environment are recorded (with --force, those already recorded are kept unless the
-    # environment names others), so that every later command uses them, whatever its shell holds.
+        raise InstanceError(f"instance {args.name!r} already exists at {instance.path}; use --force to rewrite its "
+                            "config (the settings set in it kept) and snippets (the database is kept)")
+    if instance.config_file.exists() and (processes.running(instance) or processes.supervisor_pid(instance)):
+        raise InstanceError(f"instance {args.name!r} is running; `flux stop --name {args.name}` first, then init "
+                            "--force (its processes would go on with the settings they read)")
+    # With --force the settings set in config.yaml are kept (its ports, keys, limits: only the mode given
+    # replaces its own), and the servers too unless the environment names others: every later command uses them,
+    # whatever its shell holds.
     kept = read_config(instance.config_file) if instance.config_file.exists() else {}
+    mode = args.mode or kept.get("OPERATING_MODE") or _ask_mode(args.yes)
     servers = {k: value for k in SERVERS if (value := os.environ.get(k) or kept.get(k))}
     try:
         infrastructure_check(servers)
@@ -52,7 +56,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     made = not instance.path.exists()
     instance.path.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        write_private(instance.config_file, config_text({"OPERATING_MODE": mode, **servers}))
+        write_private(instance.config_file, config_text({**kept, "OPERATING_MODE": mode, **servers}))
         instance_secret(instance.path)
         processes.migrate(instance)
     except (InstanceError, SecretError) as exc:
@@ -421,7 +425,7 @@ def parser() -> argparse.ArgumentParser:
     init = command("init", cmd_init, "create an instance: config, database, MCP snippets")
     init.add_argument("--mode", choices=MODES, help="operating mode (asked for when interactive)")
     init.add_argument("--yes", action="store_true", help="take the defaults without asking")
-    init.add_argument("--force", action="store_true", help="rewrite an existing instance's config and snippets")
+    init.add_argument("--force", action="store_true", help="rewrite an existing instance's config (its settings kept) and snippets")
     start = command("start", cmd_start, "start the instance's REST API, dashboard and worker in the background")
     start.add_argument("--foreground", action="store_true", help="keep running in this terminal; Ctrl-C stops all")
     start.add_argument("--broadcast", action="store_true",

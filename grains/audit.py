@@ -7,6 +7,7 @@ from datetime import datetime
 
 from core.errors import InvalidInput
 from core.rows import plain
+from core.validate import unicode_text
 from grains.models import AuditEvent
 
 
@@ -31,4 +32,4 @@ def require_reason(reason: object) -> str:
     """Every act an operator does by hand says why."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("'reason' is required: say why (it is kept in the audit log)", details={"field": "reason"})
-    return reason.strip()
+    return unicode_text(reason, "reason").strip()

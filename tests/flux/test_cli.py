@@ -72,15 +72,24 @@ def test_init_refuses_to_overwrite_without_force(instance):
     home, _ = instance
     again = flux(home, "init", "--name", "mem", "--yes")
     assert again.returncode == 1 and "already exists" in again.stderr and "--force" in again.stderr
+    config = home / "mem" / "config.yaml"
+    config.write_text(config.read_text().replace("# TOP_K: 5", "TOP_K: 9"))
+    ports = {key: config_port(home, key) for key in ("REST_PORT", "DASHBOARD_PORT", "MCP_PORT")}
     forced = flux(home, "init", "--name", "mem", "--mode", "flux_extracts", "--force")
     assert forced.returncode == 0
-    assert "\nOPERATING_MODE: flux_extracts" in (home / "mem" / "config.yaml").read_text()
+    assert "\nOPERATING_MODE: flux_extracts" in config.read_text()
+    # The settings set in it are kept (they were all dropped: ports, keys, limits), the mode too when none is given.
+    again = flux(home, "init", "--name", "mem", "--force")
+    assert again.returncode == 0 and "\nTOP_K: 9\n" in config.read_text() and "(mode flux_extracts)" in again.stdout
+    assert {key: config_port(home, key) for key in ports} == ports
 
 
 def test_start_status_stop_leave_nothing_behind(instance):
     home, port = instance
     started = flux(home, "start", "--name", "mem")
     assert started.returncode == 0, started.stderr
+    forced = flux(home, "init", "--name", "mem", "--yes", "--force")  # its processes go on with what they read
+    assert forced.returncode == 1 and "is running; `flux stop --name mem` first" in forced.stderr
     assert f"http://127.0.0.1:{port}" in started.stdout
     pid = int((home / "mem" / "run" / "rest.pid").read_text())
     worker = int((home / "mem" / "run" / "worker.pid").read_text())
