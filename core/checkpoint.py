@@ -80,5 +80,15 @@ checkpointer = _Checkpointer()
 
 @receiver(connection_created)
 def watch_sqlite(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    """A SQLite database this process opened: checkpointed from now on, and its owner's alone (0600, with its log
+    and index, which SQLite makes with the database's mode: it was the umask's, 0644 where the folder was not
+    made private by `flux init`, e.g. the embedded SDK's)."""
     if connection.vendor == "sqlite" and not connection.is_in_memory_db():
-        checkpointer.watch(str(connection.settings_dict["NAME"]))
+        path = str(connection.settings_dict["NAME"])
+        checkpointer.watch(path)
+        for name in (path, f"{path}-wal", f"{path}-shm"):
+            try:
+                if os.stat(name).st_mode & 0o077:
+                    os.chmod(name, 0o600)
+            except OSError:  # not there (no log yet), or not ours to change
+                pass

@@ -227,7 +227,12 @@ class EmbeddedFlux:
         from flux.processes import running_in
 
         wanted = str(Path(data_dir).expanduser()) if data_dir is not None else None
-        folder = Path(wanted or os.environ.get("FLUX_DATA_DIR") or Path(__file__).resolve().parent.parent / "var")
+        checkout = Path(__file__).resolve().parent.parent
+        if not wanted and not os.environ.get("FLUX_DATA_DIR") and not (checkout / "manage.py").exists():
+            raise InvalidInput("Flux.embedded needs the folder of its memory: Flux.embedded('~/memories/notes') or "
+                               "FLUX_DATA_DIR (an installed package has no folder of its own: the memory went into "
+                               "site-packages)", details={"field": "data_dir"})
+        folder = Path(wanted or os.environ.get("FLUX_DATA_DIR") or checkout / "var")
         serving = running_in(folder)
         if serving:
             raise InstanceError(f"the service of the instance in {folder} is running ({', '.join(serving)}): use "

@@ -170,6 +170,7 @@ def test_the_same_results_as_the_embedded_sdk_on_the_same_data(tmp_path):
     import json
 
     run(seed, str(tmp_path / "a"), json.dumps(FACTS))
+    assert (tmp_path / "a" / "flux.sqlite3").stat().st_mode & 0o777 == 0o600  # was the umask's: 0644
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     embedded = json.loads(run(script, str(tmp_path / "a")).strip().splitlines()[-1])
     with flux_server(tmp_path / "b") as (base, _):
