@@ -22,7 +22,7 @@ from core.http import error_body
 from core.keys import KEYS_FILE, Keyring, KeysUnreadable
 
 WRITES = ("POST",)  # the one method the API's views write with
-OPEN_PATHS = ("/admin/", "/openapi.json")
+OPEN_PATHS = ("/admin/", "/openapi.json", "/static/admin/")  # the admin's own login; public files
 
 
 @lru_cache(maxsize=1)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
-from django.core.exceptions import DisallowedHost
-from django.http import HttpRequest, JsonResponse
+from django.core.exceptions import DisallowedHost, SuspiciousFileOperation
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.static import serve
 
 from core.errors import FluxError
 
@@ -29,3 +31,12 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Jso
         return JsonResponse(error_body("bad_host", f"this service does not answer to the host name {host!r}; the "
                                        "ones it answers to are set by ALLOWED_HOSTS"), status=400)
     return JsonResponse(error_body("bad_request", "the request is not valid HTTP for this service"), status=400)
+
+
+def static_file(request: HttpRequest, path: str, root: Path) -> HttpResponse:
+    """The file ``path`` of the folder ``root`` only: django's serve() normalises the path and refuses any that
+    leaves the folder (``..``, encoded or not); folders are never listed; what is not there is a JSON 404."""
+    try:
+        return serve(request, path, document_root=str(root), show_indexes=False)
+    except (Http404, SuspiciousFileOperation):  # a path leaving the folder is simply not there
+        return JsonResponse(error_body("not_found", f"no static file {path!r}"), status=404)

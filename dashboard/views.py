@@ -5,15 +5,13 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from django.core.exceptions import SuspiciousFileOperation
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
-from django.views.static import serve
 
 from core.conf import flux_setting as S
 from core.errors import FluxError, InvalidInput
-from core.http import error_body, flux_error_response
+from core.http import error_body, flux_error_response, static_file
 from core.throttle import throttle
 from core.validate import int_query
 from dashboard import selectors
@@ -122,12 +120,8 @@ def vitals(request: HttpRequest) -> dict:
 
 
 def static(request: HttpRequest, path: str) -> HttpResponse:
-    """Files of the project's static folder only: django's serve() normalises the path and refuses any that
-    leaves the folder (``..``, encoded or not); directories are never listed."""
-    try:
-        return serve(request, path, document_root=str(STATIC_ROOT), show_indexes=False)
-    except (Http404, SuspiciousFileOperation):  # a path leaving the folder is simply not there
-        return JsonResponse(error_body("not_found", f"no static file {path!r}"), status=404)
+    """Files of the dashboard's static folder only."""
+    return static_file(request, path, STATIC_ROOT)
 
 
 def write_refused(request: HttpRequest, path: str = "") -> JsonResponse:

@@ -425,7 +425,8 @@ def parser() -> argparse.ArgumentParser:
     init = command("init", cmd_init, "create an instance: config, database, MCP snippets")
     init.add_argument("--mode", choices=MODES, help="operating mode (asked for when interactive)")
     init.add_argument("--yes", action="store_true", help="take the defaults without asking")
-    init.add_argument("--force", action="store_true", help="rewrite an existing instance's config (its settings kept) and snippets")
+    init.add_argument("--force", action="store_true",
+                      help="rewrite an existing instance's config (its settings kept) and snippets")
     start = command("start", cmd_start, "start the instance's REST API, dashboard and worker in the background")
     start.add_argument("--foreground", action="store_true", help="keep running in this terminal; Ctrl-C stops all")
     start.add_argument("--broadcast", action="store_true",

@@ -1,9 +1,11 @@
 """URL roots. REST views run on the booth: reads on its workers, writes on its serial queue."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.contrib import admin
-from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import path, re_path
 
 from api.admin_link import admin_link_login
 from api.openapi import openapi_view
@@ -13,7 +15,15 @@ from api.views.grains import CallerListView, GrainDetailView, GrainListView, Sto
 from api.views.health import HealthHistoryView, HealthSnapshotView, HealthView
 from api.views.relations import RelationsView
 from api.views.retrieval import ClusterListView, ClusterRunView, FeedbackView, RetrieveView, TraceDetailView
-from core.http import bad_request, error_body
+from core.http import bad_request, error_body, static_file
+
+ADMIN_STATIC = Path(admin.__file__).resolve().parent / "static" / "admin"  # Django's own: the admin's styles, scripts
+
+
+def admin_static(request: HttpRequest, path: str) -> HttpResponse:
+    """The admin's styles and scripts (its pages were served without them: 404s)."""
+    return static_file(request, path, ADMIN_STATIC)
+
 
 urlpatterns = [
     path("store", store_view(StoreView.as_view())),
@@ -35,6 +45,7 @@ urlpatterns = [
     path("openapi.json", openapi_view),
     path("admin/login-link/<str:token>", admin_link_login),
     path("admin/", admin.site.urls),
+    re_path(r"^static/admin/(?P<path>.*)$", admin_static),
 ]
 
 

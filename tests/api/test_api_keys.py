@@ -86,6 +86,20 @@ def test_rest_needs_a_key_and_the_key_decides_the_client(keyed):
     assert request(f"{base}/openapi.json")[0] == 200  # the description of the API stays public
 
 
+def test_the_admins_styles_and_scripts_are_served_without_a_key_and_nothing_else_is(keyed):
+    """The admin's pages asked for /static/admin/... and got 404s (unstyled); its files are Django's own, public,
+    needing no key (a browser sends none); a path out of their folder is not there."""
+    _, base, _, _ = keyed
+    for name, kind in (("css/base.css", "text/css"), ("js/actions.js", "text/javascript")):
+        with urllib.request.urlopen(f"{base}/static/admin/{name}", timeout=TIMEOUT) as response:
+            assert response.status == 200 and response.headers["Content-Type"].startswith(kind)
+            assert len(response.read()) > 1000
+    for wrong in ("../../../settings.py", "%2e%2e/%2e%2e/__init__.py", "css/", "nope.css"):
+        status, answer, _ = request(f"{base}/static/admin/{wrong}")
+        assert status == 404 and answer["error"]["code"] == "not_found", (wrong, answer)
+    assert request(f"{base}/static/dashboard/flux.js")[0] == 401  # only the admin's files are open
+
+
 def test_the_mcp_bridge_sends_the_key_from_the_config(keyed):
     home, base, key, _ = keyed
     anyio.run(_bridge_stores, home)
