@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 
 from core.conf import flux_setting as S
@@ -43,10 +44,14 @@ class ReadOnlyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method in SAFE_METHODS:
             return self.get_response(request)
+        try:  # an endpoint of the REST API is named there; another path is none of its (it said /api/graph was)
+            resolve(request.path_info, urlconf="fluxsite.urls")
+            where = f"takes writes at {rest_url()}{request.path}"
+        except Resolver404:
+            where = f"at {rest_url()} takes writes (its endpoints: {rest_url()}/openapi.json)"
         response = JsonResponse(error_body(
             "read_only", f"the dashboard is read-only: {request.method} {request.path} is refused here; the REST API "
-            f"takes writes at {rest_url()}{request.path}", {"allowed": list(SAFE_METHODS), "rest_url": rest_url()}),
-            status=405)
+            f"{where}", {"allowed": list(SAFE_METHODS), "rest_url": rest_url()}), status=405)
         response["Allow"] = ", ".join(SAFE_METHODS)
         return response
 

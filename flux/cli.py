@@ -402,7 +402,7 @@ def _keys_remove(instance: Instance, path: Path, client: str, configured: list[t
     local = instance.setting("API_KEY")
     if local and key_hash(str(local)) in removed:
         print(f"  API_KEY in {instance.config_file} was one of them: this instance's own tools (status, the MCP "
-              f"bridge) are refused until it holds another (`flux keys add NAME --local --name {instance.name}`)")
+              f"bridge) are refused until it holds another (`flux keys add CLIENT --local --name {instance.name}`)")
     if not left:
         print("  No key is left: every program on this machine may call the REST API and MCP again (at once).")
 
