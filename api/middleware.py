@@ -69,8 +69,9 @@ def _unauthorized(request: HttpRequest) -> HttpResponse | None:
     except KeysUnreadable as exc:
         return _refuse(503, "keys_unreadable", str(exc))
     if client is None:
-        response = _refuse(401, "unauthorized", "this memory requires an API key: send Authorization: Bearer <key> "
-                           "(an operator creates one with `flux keys add --name <instance> CLIENT`)")
+        sent = "the API key sent is not one of this memory's" if key.strip() else "this memory requires an API key"
+        response = _refuse(401, "unauthorized", f"{sent}: send Authorization: Bearer <key> (an operator creates "
+                           "one with `flux keys add --name <instance> CLIENT`)")
         response["WWW-Authenticate"] = 'Bearer realm="flux-memory"'
         return response
     request.flux_client = client

@@ -66,9 +66,11 @@ def callers(base: str, key: str) -> dict[str, dict]:
 
 def test_rest_needs_a_key_and_the_key_decides_the_client(keyed):
     _, base, key, other_key = keyed
-    for headers in ({}, {"Authorization": "Bearer flux_wrong"}, {"Authorization": key}):
+    for headers, said in (({}, "requires an API key"), ({"Authorization": "Bearer flux_wrong"}, "is not one of"),
+                          ({"Authorization": key}, "requires an API key")):  # a wrong key was told it sent none
         status, answer, sent = request(f"{base}/health", **headers)
         assert status == 401 and answer["error"]["code"] == "unauthorized" and "Bearer" in sent["WWW-Authenticate"]
+        assert said in answer["error"]["message"], (headers, answer)
     assert request(f"{base}/store", {"content": "no key, no store"})[0] == 401
     status, stored, _ = request(f"{base}/store", {"content": "Team standup is at 9:30"}, Authorization=f"Bearer {key}",
                                 **{"X-Flux-Client": "mallory", "X-Flux-Role": "chat"})

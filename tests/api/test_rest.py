@@ -87,6 +87,16 @@ def test_malformed_json_wrong_type_and_wrong_method(api):
     assert get.status_code == 405 and error_of(get)["code"] == "method_not_allowed"
     missing = api.get("/nowhere")
     assert missing.status_code == 404 and error_of(missing)["code"] == "not_found"
+    # A key given twice (the last one was stored, unseen) and a body said to be in another charset than JSON's
+    # (decoded so: stored garbled).
+    twice = api.client.post("/store", '{"content": "Lena", "content": "Bob"}', content_type="application/json")
+    assert twice.status_code == 400 and "the key 'content' is given twice" in error_of(twice)["message"]
+    body = '{"content": "caf\u00e9"}'.encode()
+    latin = api.client.post("/store", body, content_type="application/json; charset=latin-1")
+    assert latin.status_code == 400 and "must be UTF-8" in error_of(latin)["message"]
+    utf8 = api.client.post("/store", body, content_type="application/json; charset=UTF-8")
+    assert utf8.status_code == 201 and utf8.json()["grain"]["content"] == "caf\u00e9"
+    assert Grain.objects.count() == 1
 
 
 def test_tombstoned_content_is_a_conflict(api):
