@@ -110,6 +110,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         for key, value in changed.items():  # they hold for the next start too
             instance.set_config(key, str(value))
             print(f"{key} set to {value} in {instance.config_file}")
+        write_snippets(instance)  # with the ports and key config.yaml holds now (they kept init's)
         if already:
             print(f"Found {_pids(already)} running without their supervisor (it was killed): adopting them, "
                   "starting the rest.")

@@ -97,6 +97,8 @@ def test_start_status_stop_leave_nothing_behind(instance):
     mcp = int((home / "mem" / "run" / "mcp.pid").read_text())
     assert alive(pid) and alive(worker) and alive(dashboard) and alive(mcp)
     assert f"MCP (HTTP): http://127.0.0.1:{config_port(home, 'MCP_PORT')}/mcp" in started.stdout
+    snippet = json.loads((home / "mem" / "integrations" / "claude_code_http.json").read_text())  # init's port before
+    assert snippet["mcpServers"]["flux-mem"]["url"] == f"http://127.0.0.1:{config_port(home, 'MCP_PORT')}/mcp"
     dashboard_url = f"http://127.0.0.1:{dashboard_port(home)}/"
     assert f"Dashboard: {dashboard_url}" in started.stdout
     assert urllib.request.urlopen(dashboard_url, timeout=30).status == 200
