@@ -272,7 +272,7 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
 def cmd_backup(args: argparse.Namespace) -> int:
     """A consistent copy of the database, taken while the instance runs (or not)."""
     instance = Instance.existing(args.name)
-    argv = [python(), "-m", "django", "flux_backup", *(["--to", str(Path(args.to).resolve())] if args.to else [])]
+    argv = [python(), "-m", "django", "flux_backup", *(["--to", str(Path(args.to).resolve())] if args.to is not None else [])]
     return _django(instance, argv, "backup")
 
 

@@ -106,6 +106,10 @@ def test_restore_refuses_a_running_instance_a_damaged_file_and_a_newer_schema(tm
     assert flux(home, "backup", "--name", "mem", "--to", str(tmp_path / "good.sqlite3")).returncode == 0
     again = flux(home, "backup", "--name", "mem", "--to", str(tmp_path / "good.sqlite3"))
     assert again.returncode == 1 and "exists already" in again.stderr
+    astray = flux(home, "backup", "--name", "mem", "--to", str(tmp_path / "no" / "such" / "b.sqlite3"))
+    assert astray.returncode == 1 and "create it first" in astray.stderr and not (tmp_path / "no").exists()
+    blank = flux(home, "backup", "--name", "mem", "--to", "")  # it wrote to the default folder
+    assert blank.returncode == 1 and "exists already" in blank.stderr
     damaged = tmp_path / "damaged.sqlite3"
     damaged.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     out = flux(home, "restore", "--name", "mem", str(damaged))
