@@ -130,6 +130,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.rest.exception_handler",
     # ?format= is ours (GET /grains/<id>?format=dossier), not a renderer switch.
     "URL_FORMAT_OVERRIDE": None,
+    # OPTIONS described a view with its docstring, the code's own notes: answered 405 like any method not taken.
+    "DEFAULT_METADATA_CLASS": None,
 }
 
 LOGGING = {

@@ -85,6 +85,8 @@ def test_malformed_json_wrong_type_and_wrong_method(api):
     assert form.status_code == 415 and error_of(form)["code"] == "unsupported_media_type"
     get = api.get("/store")
     assert get.status_code == 405 and error_of(get)["code"] == "method_not_allowed"
+    options = api.client.options("/store")  # it answered with the view's docstring
+    assert options.status_code == 405 and error_of(options)["code"] == "method_not_allowed"
     missing = api.get("/nowhere")
     assert missing.status_code == 404 and error_of(missing)["code"] == "not_found"
     # A key given twice (the last one was stored, unseen) and a body said to be in another charset than JSON's
