@@ -59,12 +59,7 @@ def test_a_database_without_a_log_is_left_alone_and_never_created(tmp_path):
 
 def test_a_checkpoint_copies_the_log_back(tmp_path):
     path = tmp_path / "wal.sqlite3"
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA wal_autocheckpoint=0")
-    db.execute("CREATE TABLE t (x)")
-    db.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(2000)])
-    db.commit()
+    db = logged_database(path, 2000)
     busy, in_log, copied = wal_checkpoint(str(path))
     assert busy == 0 and in_log > 100 and copied == in_log
     assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 2000
@@ -75,12 +70,7 @@ def test_a_database_forgotten_is_let_go_only_once_its_checkpoint_is_over(tmp_pat
     """A throwaway database (a benchmark's) is deleted with its folder: a checkpoint under way at that moment
     made its log and index again, and the folder could not be removed. forget() waits for it."""
     path = tmp_path / "gone.sqlite3"
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA wal_autocheckpoint=0")
-    db.execute("CREATE TABLE t (x)")
-    db.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(200)])
-    db.commit()
+    db = logged_database(path, 200)
     started, finished = threading.Event(), threading.Event()
     real = checkpoint.wal_checkpoint
 
@@ -106,6 +96,17 @@ def test_a_database_forgotten_is_let_go_only_once_its_checkpoint_is_over(tmp_pat
     started.clear()
     time.sleep(3 * INTERVAL_S)
     assert not started.is_set() and list(tmp_path.iterdir()) == []
+
+
+def logged_database(path, rows: int) -> sqlite3.Connection:
+    """A database in WAL mode whose ``rows`` rows are all still in its log (no checkpoint of its own); open."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute("CREATE TABLE t (x)")
+    db.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(rows)])
+    db.commit()
+    return db
 
 
 def store_hundred(batch: int) -> None:
