@@ -272,7 +272,8 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
 def cmd_backup(args: argparse.Namespace) -> int:
     """A consistent copy of the database, taken while the instance runs (or not)."""
     instance = Instance.existing(args.name)
-    argv = [python(), "-m", "django", "flux_backup", *(["--to", str(Path(args.to).resolve())] if args.to is not None else [])]
+    to = [] if args.to is None else ["--to", str(Path(args.to).resolve())]  # '' is a path too, not the default
+    argv = [python(), "-m", "django", "flux_backup", *to]
     return _django(instance, argv, "backup")
 
 

@@ -190,8 +190,10 @@ def _header(line: str, path: Path) -> dict:
         raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no {FORMAT!r} format and "
                            "its models)")
     version = header.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= VERSION:
-        raise InvalidInput(f"{path} is an export of format version {version!r}, made by a newer Flux Memory (this "
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidInput(f"{path} is not a Flux Memory export (its first line names no format version)")
+    if version > VERSION:
+        raise InvalidInput(f"{path} is an export of format version {version}, made by a newer Flux Memory (this "
                            f"one reads version {VERSION}): import it with that version or a newer one")
     return header
 
