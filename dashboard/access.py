@@ -13,8 +13,9 @@ import ipaddress
 import os
 from collections.abc import Callable
 from http.cookies import SimpleCookie
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlsplit
 
+from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 
@@ -92,3 +93,25 @@ def scope_cookie(scope: dict, name: str) -> str | None:
             if morsel is not None:
                 return morsel.value
     return None
+
+
+class SameOriginSocket:
+    """The dashboard's socket opened by its own pages only: the Origin a browser sends names the host and port the
+    socket was asked of (its Host). Channels' check of the Origin's host against ALLOWED_HOSTS let in any page
+    served on 127.0.0.1 or localhost, at any port: another local program's page read every event (grains'
+    contents, agents' queries). A client that sends no Origin (not a browser) is refused too, as before."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        headers = dict(scope.get("headers", []))
+        origin, host = headers.get(b"origin", b"").decode("latin-1"), headers.get(b"host", b"").decode("latin-1")
+        try:
+            netloc = urlsplit(origin).netloc.lower() if origin else ""
+        except ValueError:
+            netloc = ""
+        if not netloc or netloc != host.lower():
+            await WebsocketDenier()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -17,9 +17,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from dashboard.access import SameOriginSocket  # noqa: E402
 from dashboard.consumers import ActivityConsumer  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": http,
-    "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/activity", ActivityConsumer.as_asgi())])),
+    "websocket": SameOriginSocket(AllowedHostsOriginValidator(URLRouter([path("ws/activity",
+                                                                        ActivityConsumer.as_asgi())]))),
 })

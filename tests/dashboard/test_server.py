@@ -188,11 +188,18 @@ def test_whatever_a_page_sends_gets_the_same_answer_and_the_socket_stays(served)
 
 
 def test_a_page_from_another_site_cannot_open_the_socket(served):
+    """Nor a page another program serves on this machine, at another port (its host, 127.0.0.1 or localhost, is
+    an allowed one: the page read every event), nor one of the dashboard's host under another name."""
     _, board = served
-    with pytest.raises(InvalidStatus) as refused:
-        with connect(socket_url(board), origin="http://evil.example", open_timeout=30) as ws:
-            ws.recv(timeout=10)
-    assert refused.value.response.status_code == 403
+    port = urllib.parse.urlsplit(board).port
+    for origin in ("http://evil.example", f"http://127.0.0.1:{port + 1}", "http://localhost:8080",
+                   f"http://localhost:{port}", "http://127.0.0.1", "null"):
+        with pytest.raises(InvalidStatus) as refused:
+            with connect(socket_url(board), origin=origin, open_timeout=30) as ws:
+                ws.recv(timeout=10)
+        assert refused.value.response.status_code == 403, origin
+    with connect(socket_url(board), origin=board, open_timeout=30) as ws:  # the dashboard's own page
+        assert json.loads(ws.recv(timeout=30))["type"] == "snapshot"
 
 
 def _raw(base: str, target: str, **headers: str) -> tuple[int, dict]:
