@@ -132,6 +132,11 @@ def test_the_graph_shows_the_stored_grains_and_opens_a_dossier_on_click(running,
         expect(title).to_have_attribute("data-grain", str(target), timeout=10_000)
         expect(title).to_have_text(FACTS[3])
         assert page.locator("#dossier").is_visible()
+        # Its facts, labelled (they showed as "[object HTMLElement],..."), and no "null" for a history of one.
+        expect(page.locator("#dossier dl dt")).to_have_count(13)
+        expect(page.locator("#dossier dl dd").first).to_have_text(str(target))
+        body = page.locator("#dossier").inner_text()
+        assert "[object" not in body and "null" not in body, body
 
 
 def test_a_search_result_opens_its_dossier(running, browser):

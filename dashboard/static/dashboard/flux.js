@@ -21,7 +21,8 @@
       if (k === "on") Object.entries(v).forEach(([type, fn]) => node.addEventListener(type, fn));
       else if (v !== undefined && v !== null) node.setAttribute(k, v);
     });
-    children.flat().forEach((c) => c !== null && c !== undefined && node.append(c instanceof Node ? c : String(c)));
+    // Lists of lists too (a <dl>'s [dt, dd] pairs): one level showed "[object HTMLElement],..." in their place.
+    children.flat(Infinity).forEach((c) => c !== null && c !== undefined && node.append(c instanceof Node ? c : String(c)));
     return node;
   };
 
@@ -94,7 +95,7 @@
   if (dossier) document.getElementById("dossier-close").addEventListener("click", () => { dossier.hidden = true; });
 
   function sparkline(values) {
-    if (values.length < 2) return null;
+    if (values.length < 2) return document.createDocumentFragment();  // nothing to draw (null was shown as "null")
     const w = 240, h = 40;
     const points = values.map((v, i) => `${(i / (values.length - 1)) * w},${h - v * h}`).join(" ");
     const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
