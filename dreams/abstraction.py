@@ -35,11 +35,19 @@ def parse_abstraction(answer: str, *, max_chars: int) -> str:
     return text
 
 
-def extractive(sources: Sequence[str], *, statements: int) -> str:
-    """The ``statements`` most central sources (given most central first), merged into one text.
+def extractive(sources: Sequence[str], *, statements: int, max_chars: int | None = None) -> str:
+    """The ``statements`` most central sources (given most central first), merged into one text of at most
+    ``max_chars`` characters (a source that would pass it is left out, a less central one may still fit; '' when
+    none fits).
 
     Grounded by construction: it says only what the sources say. Each keeps its
     speaker, so "I" still means who said it.
     """
-    chosen = [" ".join(s.split()).rstrip(" .") for s in sources[:statements] if s.strip()]
-    return " ".join(f"{s}." for s in chosen)
+    chosen: list[str] = []
+    length = -1  # the spaces between them
+    for source in sources[:statements]:
+        piece = " ".join(source.split()).rstrip(" .")
+        if piece and (max_chars is None or length + 1 + len(piece) + 1 <= max_chars):
+            chosen.append(f"{piece}.")
+            length += 1 + len(piece) + 1
+    return " ".join(chosen)

@@ -73,13 +73,17 @@ def _dream_all(clumps: list[Clump], use: Abstracter | None, write: Callable, now
     result = DreamRunResult(candidates=len(clumps))
     for clump in clumps:
         texts = [m.content for m in clump.sources]
+        limit = S("MAX_CONTENT_CHARS")  # what a grain holds: a longer abstraction ended the whole cycle
         try:
-            text = use(texts) if use else extractive(texts, statements=S("DREAM_SUMMARY_STATEMENTS"))
+            text = use(texts) if use else extractive(texts, statements=S("DREAM_SUMMARY_STATEMENTS"), max_chars=limit)
+            if not text.strip() or len(text) > limit:
+                raise BadAbstraction(f"it has {len(text)} characters; a grain holds 1 to {limit} (MAX_CONTENT_CHARS)")
         except LLMUnavailable as exc:
             return DreamRunResult(result.candidates, result.accepted, result.rejected, exc.message)
         except (LLMBadAnswer, BadAbstraction) as exc:
             bad = GateResult(False, f"bad answer: {exc}")
-            dream = write(partial(dream_record, clump, text="", method="llm", verdict=bad, now=now))
+            dream = write(partial(dream_record, clump, text="", method="llm" if use else "extractive", verdict=bad,
+                                  now=now))
             result.rejected.append(dream.pk)
             continue
         verdict = gate(text, texts, min_support=S("DREAM_GATE_MIN_SUPPORT"))

@@ -76,6 +76,15 @@ def test_without_an_llm_the_extractive_summary_is_dreamt_and_a_rerun_creates_not
     assert Dream.objects.count() == 1 and Grain.objects.filter(level=1).count() == 1
 
 
+def test_an_abstraction_longer_than_a_grain_holds_is_rejected_and_the_cycle_goes_on(clump, t0, flux_settings):
+    """It was stored, refused as the caller's invalid input (400 to a POST /dreams/run of {}), and no clump after it
+    was dreamt of."""
+    flux_settings(MAX_CONTENT_CHARS=30)  # each of the garden's statements is longer
+    result = dream_run(now=t0)
+    assert (result.accepted, len(result.rejected)) == ([], 1)
+    assert "MAX_CONTENT_CHARS" in Dream.objects.get().reason and not Grain.objects.filter(level=1).exists()
+
+
 def test_abstractions_are_hubs_beside_the_grains_of_a_retrieval(clump, t0):
     dream_run(now=t0)
     abstraction = Dream.objects.get().grain

@@ -42,6 +42,14 @@ def test_the_extractive_summary_merges_the_most_central_statements():
     assert gate(extractive(SOURCES, statements=2), SOURCES, min_support=1.0).accepted
 
 
+def test_the_extractive_summary_stays_within_what_a_grain_holds():
+    """Two long central grains merged passed MAX_CONTENT_CHARS: the store refused it and the whole cycle ended."""
+    assert extractive(SOURCES, statements=3, max_chars=80) == \
+        "Lena grows tomatoes in the greenhouse. Lena waters the tomatoes each morning."
+    assert extractive(["x" * 60, *SOURCES], statements=2, max_chars=50) == "Lena grows tomatoes in the greenhouse."
+    assert extractive(SOURCES, statements=3, max_chars=20) == ""
+
+
 def test_the_llm_answer_is_read_strictly():
     assert parse_abstraction('{"abstraction": "  Lena  grows tomatoes. "}', max_chars=100) == "Lena grows tomatoes."
     for bad in ("no json", '{"summary": "x"}', '{"abstraction": ""}', '{"abstraction": "' + "x" * 101 + '"}'):
