@@ -8,6 +8,7 @@ from pathlib import Path
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 
 from core.conf import flux_setting as S
@@ -65,13 +66,16 @@ def page(name: str) -> Callable[[HttpRequest], HttpResponse]:
 
 
 def data(fn: Callable[..., object]) -> Callable[..., HttpResponse]:
-    """A JSON endpoint: Flux errors become their status and message."""
+    """A JSON endpoint: Flux errors become their status and message. Never kept by a cache (the memory's contents:
+    a browser or a proxy between a shared dashboard and its viewer kept them)."""
     @functools.wraps(fn)
     def view(request: HttpRequest, **kwargs: object) -> HttpResponse:
         try:
-            return JsonResponse(fn(request, **kwargs), safe=False)
+            response = JsonResponse(fn(request, **kwargs), safe=False)
         except FluxError as exc:
-            return flux_error_response(exc)
+            response = flux_error_response(exc)
+        add_never_cache_headers(response)
+        return response
     return view
 
 

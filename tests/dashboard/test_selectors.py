@@ -108,3 +108,11 @@ def test_events_carry_what_a_page_draws(stored, t0):
 def test_data_endpoints_answer_bad_requests_with_reasons(client, url, status, text):
     response = client.get(url)
     assert response.status_code == status and text in response.json()["error"]["message"]
+
+
+@pytest.mark.urls("dashboard.urls")
+def test_the_data_is_never_kept_by_a_cache(client, stored):
+    """The memory's contents: a browser or a proxy between a shared dashboard and its viewer kept them."""
+    for url in (f"/api/grains/{stored['boat'][0].pk}", "/api/graph", "/api/search?q=regatta", "/api/grains/999999"):
+        response = client.get(url)
+        assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"], url
