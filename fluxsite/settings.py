@@ -69,9 +69,11 @@ MIDDLEWARE = [
 DASHBOARD_LISTENER = env_str("FLUX_LISTENER", "") == "dashboard"
 ROOT_URLCONF = "dashboard.urls" if DASHBOARD_LISTENER else "fluxsite.urls"
 if DASHBOARD_LISTENER:  # a viewer beyond this machine needs the viewing token (dashboard/access.py); read-only
-    MIDDLEWARE = ["dashboard.access.ViewerMiddleware", "dashboard.views.ReadOnlyMiddleware", *MIDDLEWARE]
-else:  # body size, JSON-only writes from no foreign web page, API keys (api/middleware.py)
-    MIDDLEWARE = ["api.middleware.RestGateMiddleware", *MIDDLEWARE]
+    # after the security headers' middleware (its refusals carry them too)
+    MIDDLEWARE = [MIDDLEWARE[0], "dashboard.access.ViewerMiddleware", "dashboard.views.ReadOnlyMiddleware",
+                  *MIDDLEWARE[1:]]
+else:  # body size, JSON-only writes from no foreign web page, API keys (api/middleware.py); after the headers'
+    MIDDLEWARE = [MIDDLEWARE[0], "api.middleware.RestGateMiddleware", *MIDDLEWARE[1:]]
 # Under ASGI the REST listener serves its API through this lighter chain: sessions, CSRF, logins and messages
 # belong to the admin (ADMIN_PATH, the full chain); an API call is identified by its key, its views are
 # csrf-exempt, and each of those sync middleware would cost it two thread hops (fluxsite/asgi.py). Named one by

@@ -71,6 +71,7 @@ def test_rest_needs_a_key_and_the_key_decides_the_client(keyed):
         status, answer, sent = request(f"{base}/health", **headers)
         assert status == 401 and answer["error"]["code"] == "unauthorized" and "Bearer" in sent["WWW-Authenticate"]
         assert said in answer["error"]["message"], (headers, answer)
+        assert sent["X-Content-Type-Options"] == "nosniff"  # a refusal carries the security headers too
     assert request(f"{base}/store", {"content": "no key, no store"})[0] == 401
     status, stored, _ = request(f"{base}/store", {"content": "Team standup is at 9:30"}, Authorization=f"Bearer {key}",
                                 **{"X-Flux-Client": "mallory", "X-Flux-Role": "chat"})

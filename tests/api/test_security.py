@@ -321,8 +321,9 @@ def test_a_remote_viewer_needs_the_token_for_pages_data_and_the_socket(rest):
         remote = "127.0.0.2"  # not this machine's own address: treated as a viewer on the LAN would be
         for path in ("/", "/chronicle", "/api/grains/1", "/api/search?q=Rex", "/api/activity",
                      "/static/dashboard/flux.js"):
-            status, answer, _ = call(board + path, source=remote)
+            status, answer, sent = call(board + path, source=remote)
             assert status == 401 and answer["error"]["code"] == "viewing_token_required", path
+            assert sent["X-Content-Type-Options"] == "nosniff" and sent["Referrer-Policy"] == "same-origin", path
         with pytest.raises(InvalidStatus):
             _ws(board, remote)
         status, _, headers = call(f"{board}/?token={token}", source=remote)
