@@ -78,7 +78,11 @@ def _ask_mode(assume_default: bool) -> str:
     if assume_default or not sys.stdin.isatty():
         return MODES[0]
     while True:
-        answer = input(f"Operating mode [{'/'.join(MODES)}] ({MODES[0]}): ").strip() or MODES[0]
+        try:
+            answer = input(f"Operating mode [{'/'.join(MODES)}] ({MODES[0]}): ").strip() or MODES[0]
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the question: nothing made yet
+            print()
+            raise InstanceError(f"no mode chosen; nothing was made (--mode {MODES[0]} or --yes takes the default)")
         if answer in MODES:
             return answer
         print(f"Please answer one of: {', '.join(MODES)}")

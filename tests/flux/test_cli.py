@@ -68,6 +68,25 @@ def test_init_writes_config_database_and_snippets(instance):
     assert spec["args"][-2:] == ["--name", "mem"] and spec["env"]["FLUX_HOME"] == str(home)
 
 
+def test_init_asks_the_mode_at_a_terminal_and_ctrl_d_there_makes_nothing(tmp_path):
+    import pty
+
+    home = tmp_path / "home"
+    master, slave = pty.openpty()  # stdin a terminal: the mode is asked
+    env = {**{k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "FLUX_DATA_DIR")},
+           "FLUX_HOME": str(home)}
+    asked = subprocess.Popen([sys.executable, "-m", "flux", "init", "--name", "mem"], cwd=ROOT, env=env, stdin=slave,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    try:
+        os.write(master, b"\x04")  # Ctrl-D: a traceback of EOFError before
+        out, err = asked.communicate(timeout=120)
+    finally:
+        os.close(master)
+    assert asked.returncode == 1 and "no mode chosen; nothing was made" in err and "Traceback" not in err, err
+    assert not (home / "mem").exists()
+
+
 def test_init_refuses_to_overwrite_without_force(instance):
     home, _ = instance
     again = flux(home, "init", "--name", "mem", "--yes")
