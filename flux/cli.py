@@ -82,7 +82,8 @@ def _ask_mode(assume_default: bool) -> str:
             answer = input(f"Operating mode [{'/'.join(MODES)}] ({MODES[0]}): ").strip() or MODES[0]
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the question: nothing made yet
             print()
-            raise InstanceError(f"no mode chosen; nothing was made (--mode {MODES[0]} or --yes takes the default)")
+            raise InstanceError(f"no mode chosen; nothing was made (--mode {MODES[0]} or --yes takes the "
+                                "default)") from None
         if answer in MODES:
             return answer
         print(f"Please answer one of: {', '.join(MODES)}")
@@ -406,9 +407,12 @@ def _keys_remove(instance: Instance, path: Path, client: str, configured: list[t
     if in_config:
         print(f"  its key in API_KEYS ({instance.config_file}) stays: remove it there")
     local = instance.setting("API_KEY")
-    if local and key_hash(str(local)) in removed:
-        print(f"  API_KEY in {instance.config_file} was one of them: this instance's own tools (status, the MCP "
-              f"bridge) are refused until it holds another (`flux keys add CLIENT --local --name {instance.name}`)")
+    if local and key_hash(str(local)) in removed:  # kept, it made every later key's instance tools a 401
+        instance.set_config("API_KEY", '""')
+        write_snippets(instance)
+        print(f"  API_KEY in {instance.config_file} was one of them: cleared, and the MCP snippets written without "
+              "it" + (f"; this instance's own tools (status, the MCP bridge) are refused until it holds another "
+                      f"(`flux keys add CLIENT --local --name {instance.name}`)" if left else ""))
     if not left:
         print("  No key is left: every program on this machine may call the REST API and MCP again (at once).")
 

@@ -191,3 +191,8 @@ def test_removing_keys_says_what_it_did_and_never_opens_a_memory_beyond_this_mac
     gone = flux_cli(home, "keys", "remove", "alice", "--name", "team")
     assert gone.returncode == 0 and "Removed 1 key(s)" in gone.stdout, gone.stderr
     assert "API_KEY in" in gone.stdout and "No key is left" in gone.stdout
+    assert "refused until" not in gone.stdout  # it said both: refused, and open to every program
+    # The removed key is cleared from config.yaml and the snippets (kept, it made the tools a 401 once another was
+    # added, the instance's own key being one no longer known).
+    assert "\nAPI_KEY: flux_" not in config.read_text()
+    assert "Bearer" not in (home / "team" / "integrations" / "claude_code_http.json").read_text()
