@@ -223,7 +223,7 @@ class EmbeddedFlux:
         import django
         from django.conf import settings
 
-        from flux.instance import InstanceError
+        from flux.instance import Instance, InstanceError
         from flux.processes import running_in
 
         wanted = str(Path(data_dir).expanduser()) if data_dir is not None else None
@@ -243,6 +243,8 @@ class EmbeddedFlux:
                                "open one instance per process")
         if wanted:
             os.environ["FLUX_DATA_DIR"] = wanted
+        if (folder / "config.yaml").exists() and not settings.configured:  # an instance of `flux init`: its settings
+            _as_process_of(Instance(folder.name, folder))  # and servers, as its service has them (not the shell's)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fluxsite.settings")
         django.setup()
         from django.core.management import call_command
@@ -328,3 +330,16 @@ class EmbeddedFlux:
         from vitals.selectors import health_summary
 
         return health_summary(write_depth=0)
+
+
+def _as_process_of(instance: object) -> None:
+    """This process's environment as every process of ``instance`` has it (flux.instance.Instance.environ): the
+    settings of its config.yaml alone (a Flux setting of the shell's is left out), its servers, its folder."""
+    from core.defaults import DEFAULTS
+    from flux.instance import SERVERS
+
+    env = instance.environ()
+    for key in DEFAULTS:
+        if key not in env:
+            os.environ.pop(key, None)
+    os.environ.update({k: v for k, v in env.items() if k in DEFAULTS or k in SERVERS or k == "FLUX_DATA_DIR"})

@@ -225,6 +225,19 @@ def test_the_embedded_sdk_stores_in_the_instances_mode_and_says_what_the_service
     every, contents, said = json.loads(down.stdout.strip().splitlines()[-1])
     assert contents == ["Nora moved to Oslo in 2021 and works as a pilot."] and "stored as given" in said[0]
     assert len(every) == 1
+    # An instance of `flux init`: its config.yaml is the embedded SDK's, as its service's, not the shell's (it
+    # stored the text whole in caller_extracts mode, never asking the instance's LLM).
+    home = tmp_path / "home"
+    made = subprocess.run([sys.executable, "-m", "flux", "init", "--name", "nora", "--mode", "flux_extracts"],
+                          cwd=ROOT, env={**env, "FLUX_HOME": str(home)}, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    with fake_ollama(lambda body: (200, reply)) as (url, received):
+        (home / "nora" / "config.yaml").write_text((home / "nora" / "config.yaml").read_text()
+                                                   + f'OLLAMA_URL: "{url}"\n')
+        out = subprocess.run([sys.executable, "-c", code, str(home / "nora")], cwd=ROOT, timeout=300, text=True,
+                             capture_output=True, check=True, env={**env, "OPERATING_MODE": "caller_extracts"})
+    every, contents, said = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(received) == 1 and sorted(contents) == sorted(facts) and len(every) == 2
     # The remote SDK, from the service's answer (a stand-in for it answering as POST /store does then).
     answer = {"items": [{"grain": {"id": 7}}], "created": 1, "source_id": None,
               "warning": "the LLM is down; the text was stored as given"}
