@@ -356,6 +356,17 @@ def cmd_admin(args: argparse.Namespace) -> int:
         return 130
 
 
+def cmd_manage(args: argparse.Namespace) -> int:
+    """A management command run as a process of the instance: its folder, settings and servers (by hand, an
+    unset FLUX_DATA_DIR made a new, empty memory)."""
+    instance = Instance.existing(args.name)
+    if not args.command:
+        raise InstanceError(f"give the command: flux manage --name {args.name} migrate (`flux manage --name "
+                            f"{args.name} help` lists them)")
+    return subprocess.run([python(), "-m", "django", *args.command], env=instance.environ(),
+                          cwd=instance.path).returncode
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     """API keys: add one for a client (printed once, only its hash kept), list the clients, remove a client's.
     Keys take effect at once in a running service (it reads the file again when it changes)."""
@@ -458,6 +469,9 @@ def parser() -> argparse.ArgumentParser:
     admin.add_argument("action", nargs=argparse.REMAINDER,
                        help="link | search QUERY | purge ID --reason R [--token T] | restore ID --reason R "
                             "[--token T] | audit | export ID")
+    manage = command("manage", cmd_manage, "a Django management command on the instance, with its settings and "
+                                          "servers (migrate, flux_recount, flux_embed, ...)")
+    manage.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
     backup = command("backup", cmd_backup, "a consistent copy of the database, taken while the instance runs")
     backup.add_argument("--to", help="where to write it (default: backups/ in the instance folder)")
     restore = command("restore", cmd_restore, "put a backup in place of the database (the instance stopped)")

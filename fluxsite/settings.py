@@ -22,6 +22,9 @@ from core.env import database_from_url, env_bool, env_str, env_value, sqlite_dat
 from core.secret import SecretError, instance_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+if not env_str("FLUX_DATA_DIR", "") and not (BASE_DIR / "manage.py").exists():  # installed: no folder of its own
+    raise ImproperlyConfigured("FLUX_DATA_DIR is not set: run a command on an instance with `flux manage --name NAME "
+                               "COMMAND`, or set FLUX_DATA_DIR to its folder (a new memory was made in site-packages)")
 DATA_DIR = Path(env_str("FLUX_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
 # The instance's folder is private: its database, secret, logs and config are the owner's alone.
 os.makedirs(DATA_DIR, mode=0o700, exist_ok=True)

@@ -87,6 +87,19 @@ def test_init_asks_the_mode_at_a_terminal_and_ctrl_d_there_makes_nothing(tmp_pat
     assert not (home / "mem").exists()
 
 
+def test_manage_runs_a_command_as_a_process_of_the_instance(instance):
+    """Its folder, settings and servers (by hand, without FLUX_DATA_DIR, a command made a new empty memory)."""
+    home, _ = instance
+    shown = flux(home, "manage", "--name", "mem", "showmigrations", "grains")
+    assert shown.returncode == 0 and "[X] 0010_relation_notes_off_the_log" in shown.stdout, shown.stderr
+    where = flux(home, "manage", "--name", "mem", "shell", "-c", "from django.conf import settings; "
+                 "print(settings.DATA_DIR, settings.DATABASES['default']['NAME'])")
+    assert where.stdout.splitlines()[-1].split() == [str(home / "mem"), str(home / "mem" / "flux.sqlite3")], \
+        where.stdout + where.stderr
+    bare = flux(home, "manage", "--name", "mem")
+    assert bare.returncode == 1 and "give the command" in bare.stderr and "Traceback" not in bare.stderr
+
+
 def test_init_refuses_to_overwrite_without_force(instance):
     home, _ = instance
     again = flux(home, "init", "--name", "mem", "--yes")
