@@ -92,6 +92,8 @@ def test_an_installed_flux_serves_dashboard_admin_and_mcp(installed, tmp_path):
         browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         admin = browser.open(link, timeout=30)
         assert admin.status == 200 and "Site administration" in admin.read().decode()
+        styles = browser.open(f"http://127.0.0.1:{rest}/static/admin/css/base.css", timeout=30)  # 404s before
+        assert styles.status == 200 and len(styles.read()) > 1000
 
         anyio.run(_one_tool_call, f"http://127.0.0.1:{mcp}/mcp")
         with urllib.request.urlopen(f"http://127.0.0.1:{rest}/grains", timeout=30) as response:
@@ -109,3 +111,25 @@ async def _one_tool_call(url: str) -> None:
         stored = ok(await call(client, "flux_store", content="The wheel installs with its templates",
                                caller_id="wheel:test"))
         assert stored["created"] is True
+
+
+def test_an_installed_flux_runs_commands_on_an_instance_and_makes_no_memory_of_its_own(installed, tmp_path):
+    """A management command run by hand without FLUX_DATA_DIR, as the docs once gave it, and Flux.embedded()
+    without a folder made a new memory inside site-packages; `flux manage` runs one on an instance."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = env_for(home)
+    site_packages = Path(run([str(installed / "python"), "-c", "import fluxsite, pathlib; "
+                              "print(pathlib.Path(fluxsite.__file__).parent.parent)"], cwd=elsewhere, env=env).stdout
+                         .strip())
+    bare = subprocess.run([str(installed / "python"), "-m", "django", "migrate"], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=300, env={**env, "DJANGO_SETTINGS_MODULE": "fluxsite.settings"})
+    assert bare.returncode != 0 and "FLUX_DATA_DIR is not set" in bare.stderr, bare.stderr[-2000:]
+    embedded = subprocess.run([str(installed / "python"), "-c", "from flux.sdk import Flux; Flux.embedded()"],
+                              cwd=elsewhere, capture_output=True, text=True, timeout=300, env=env)
+    assert embedded.returncode != 0 and "Flux.embedded needs the folder of its memory" in embedded.stderr
+    assert not (site_packages / "var").exists()
+    run([str(installed / "flux"), "init", "--name", "mem", "--yes"], cwd=elsewhere, env=env)
+    shown = run([str(installed / "flux"), "manage", "--name", "mem", "showmigrations", "grains"], cwd=elsewhere,
+                env=env)
+    assert "[X] 0010_relation_notes_off_the_log" in shown.stdout
