@@ -21,6 +21,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from core.errors import FluxError, InvalidInput
+from core.version import flux_version
 from mcp_bridge.client import FluxClient
 from mcp_bridge.identity import Role, resolve_caller
 from mcp_bridge.onboarding import onboarding_text
@@ -203,7 +204,7 @@ class _Server(MCPServer):
 def build_server(rest: FluxClient | None = None) -> MCPServer:
     """The MCP server with the six tools, talking to ``rest`` (default: the service named by settings)."""
     tools = FluxTools(rest or FluxClient())
-    server = _Server(name="flux-memory", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(name="flux-memory", version=flux_version(), instructions=INSTRUCTIONS, log_level="WARNING")
     for name, hints in _ANNOTATIONS.items():
         method = getattr(tools, name)
         server.add_tool(method, name=name, description=inspect.cleandoc(method.__doc__ or ""),

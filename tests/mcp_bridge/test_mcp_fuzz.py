@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from core.net import free_port, wait_for_http
+from core.version import flux_version
 from tests.servers import ROOT
 
 CASES = 300  # per transport; seeded, so every run sends the same ones
@@ -70,7 +71,8 @@ def test_the_stdio_bridge_answers_every_malformed_message(tmp_path):
         return json.loads(bridge.stdout.readline())
 
     try:
-        assert "result" in ask(json.dumps(INIT))
+        hello = ask(json.dumps(INIT))["result"]["serverInfo"]
+        assert hello["name"] == "flux-memory" and hello["version"] == flux_version()  # it said ""
         bridge.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         rng = random.Random(7)
         refused = 0
