@@ -159,6 +159,7 @@ def test_a_grain_stored_through_rest_appears_on_an_open_chronicle(running, brows
         gid = store(rest, content)
         row = page.locator("#events li[data-kind='grains.grain_stored']", has_text=content)
         expect(row).to_have_count(1, timeout=30_000)  # pushed to the open page: it never reloads
+        expect(row.locator("bdi")).to_have_count(1)  # its text isolated: an open right-to-left override stays inside
         assert page.evaluate("(key) => fluxView.graph.hasNode(key)", f"g{gid}")
 
 

@@ -20,7 +20,8 @@
   function item(e) {
     const li = Flux.el("li", { "data-event": e.id, "data-kind": e.kind },
       Flux.el("time", { datetime: e.at }, new Date(e.at).toLocaleTimeString()),
-      Flux.el("span", { class: "kind" }, e.kind.split(".")[0]), " ", Flux.describe(e));
+      // <bdi>: a right-to-left override left open in a grain's text reversed the rest of the line
+      Flux.el("span", { class: "kind" }, e.kind.split(".")[0]), " ", Flux.el("bdi", {}, Flux.describe(e)));
     const gid = e.payload.grain_id || (e.grain && e.grain.id);
     if (gid) li.addEventListener("click", () => Flux.openDossier(gid));
     return li;
