@@ -100,6 +100,17 @@ def test_manage_runs_a_command_as_a_process_of_the_instance(instance):
     assert bare.returncode == 1 and "give the command" in bare.stderr and "Traceback" not in bare.stderr
 
 
+def test_python_m_flux_works_in_a_folder_holding_packages_named_as_ours(tmp_path):
+    """`-m` puts the current folder first on the path: its core/ shadowed ours (ModuleNotFoundError)."""
+    for package in ("core", "api", "memory", "grains"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("raise ImportError('the project in the current folder')\n")
+    env = {**os.environ, "FLUX_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-m", "flux", "status", "--name", "nope"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "unknown instance 'nope'" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_init_refuses_to_overwrite_without_force(instance):
     home, _ = instance
     again = flux(home, "init", "--name", "mem", "--yes")
