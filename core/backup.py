@@ -56,8 +56,6 @@ def database_backup(dest: Path | None = None, make_room: Callable[[], object] | 
     service keeps writing; the copy is checked (SQLite) and readable by the owner only. It is written under a
     hidden partial name and renamed to ``dest`` once whole and checked, so a backup that can be listed is a whole
     one; ``make_room`` runs just before the rename (the daily backups pruned to leave room for this one)."""
-    if dest and not Path(dest).parent.is_dir():  # as flux export: a path mistyped makes no folders
-        raise BackupError(f"no folder {Path(dest).parent} to write {Path(dest).name} in; create it first")
     dest = Path(dest) if dest else default_backup_path()
     if dest.exists():
         raise BackupError(f"{dest} exists already; give another path (--to)")

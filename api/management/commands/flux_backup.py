@@ -16,8 +16,11 @@ class Command(FluxCommand):
         parser.add_argument("--to", type=Path, help="where to write it (default: the instance's backups/ folder)")
 
     def handle(self, *args: object, **opts: object) -> None:
+        to: Path | None = opts["to"]
+        if to is not None and not to.parent.is_dir():  # as flux export: a path mistyped makes no folders
+            raise CommandError(f"no folder {to.parent} to write {to.name} in; create it first")
         try:
-            made = database_backup(opts["to"])
+            made = database_backup(to)
         except BackupError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"Backup written to {made.path} ({made.bytes / 1e6:.1f} MB in {made.seconds:.1f} s); "
