@@ -10,12 +10,12 @@ from core.errors import InvalidInput
 
 MAX_ID = 2**63 - 1  # the database's integer range
 MAX_OFFSET = 2**31 - 1  # the furthest a listing may be paged
-_DIGITS = re.compile(r"[0-9]{1,40}")  # an id written as a string: ASCII digits, short of int()'s 4,300-digit limit
+_WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII digits, as a URL writes a number (within int()'s 4,300-digit limit)
 
 
 def require_id(value: object, field: str) -> int:
     """A positive integer id (a string of ASCII digits accepted), or InvalidInput naming ``field``."""
-    if isinstance(value, str) and _DIGITS.fullmatch(value):  # isdigit() took "²", "①" and digits of every script
+    if isinstance(value, str) and _WHOLE.fullmatch(value):  # isdigit() took "²", "①" and digits of every script
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
         shown = repr(value[:40] + "...") if isinstance(value, str) and len(value) > 40 else repr(value)
@@ -27,9 +27,6 @@ def require_bool(value: object, field: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"'{field}' must be true or false, got {value!r}", details={"field": field})
     return value
-
-
-_WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII digits, as a URL writes a number
 
 
 def int_query(raw: str | None, name: str, default: int | None, *, low: int | None = None,

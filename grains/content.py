@@ -26,12 +26,13 @@ def visible(text: str) -> bool:
 
 def is_text(text: str) -> bool:
     """Whether ``text`` shows something and is all valid Unicode (no half of a surrogate pair alone, which JSON's
-    "\\ud800" decodes to): what may be stored as a grain's content."""
+    "\\ud800" decodes to) without a NUL: what may be stored as a grain's content (the store's own check,
+    core.validate.unicode_text, refuses the same, as the caller's error)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return visible(text)
+    return "\x00" not in text and visible(text)
 
 
 def split_speaker(text: str) -> tuple[str | None, str]:

@@ -113,7 +113,7 @@ def test_a_reply_cut_short_not_http_or_too_slow_in_all_is_the_llm_unavailable(fl
 def test_facts_that_show_nothing_or_are_not_text_are_left_out(llm, t0):
     """The LLM's zero-width 'fact' or one with half a surrogate pair is no fact: the others are stored (it was
     the caller's 400 invalid_input), and with none left, nothing is, as with no facts."""
-    llm(answering(["\u200b\ufeff", FACTS[0], "bad \ud800 text"]))
+    llm(answering(["\u200b\ufeff", FACTS[0], "bad \ud800 text", "nul \u0000 byte"]))  # NUL: the store refuses it
     assert [r.grain.content for r in grain_extract(text=TEXT, now=t0).results] == [FACTS[0]]
     llm(answering(["\u200b"]))
     result = grain_extract(text="Hello again!", now=t0)
